@@ -540,17 +540,26 @@ def _refuse_archive(path: Path, raw: bytes) -> None:
     )
 
 
+# the end-of-file mark of DOS text files (Ctrl-Z), which some Windows tools still write after
+# the last line: dropped at the very end as the CSV sources drop it (it was "line 6:
+# expected two node ids, got '\x1a'"); anywhere else it stays and is refused
+_DOS_END_OF_FILE = b"\x1a"
+
+
 def _decoded(path: Path, raw: bytes) -> bytes:
     """UTF-8 bytes of the text: a UTF-8 BOM dropped, UTF-16 (with a BOM, or without one
-    when the zero bytes say so: ``_bomless_utf16``) decoded."""
+    when the zero bytes say so: ``_bomless_utf16``) decoded, a DOS end-of-file mark (Ctrl-Z,
+    one or a run of them) at the very end dropped."""
     bom = raw.startswith((b"\xff\xfe", b"\xfe\xff"))  # Windows "Unicode" (PowerShell's >)
     encoding = "utf-16" if bom else _bomless_utf16(raw)
     if encoding is not None:
         try:
-            return raw.decode(encoding).encode("utf-8")
+            text = raw.decode(encoding).encode("utf-8")
         except UnicodeDecodeError as exc:
             raise _cannot_read(path, f"broken UTF-16 text at byte {exc.start}") from None
-    return raw.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 BOM (Notepad) is not part of an id
+        return text.rstrip(_DOS_END_OF_FILE)
+    # a UTF-8 BOM (Notepad) is not part of an id
+    return raw.removeprefix(b"\xef\xbb\xbf").rstrip(_DOS_END_OF_FILE)
 
 
 UTF16_SAMPLE = 65536  # bytes looked at to recognise UTF-16 without a BOM

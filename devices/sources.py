@@ -471,11 +471,27 @@ def _row_id_problem(data: list, path: str, width: int, delimiter: str) -> str | 
 
 
 def _decimal_comma_column(
-    header: list[str], first_row: list[str], keep: list[int], path: str, lineno: int
+    header: list[str],
+    first_row: list[str],
+    keep: list[int],
+    path: str,
+    lineno: int,
+    decimal: str = ".",
 ) -> SourceError | None:
-    """A column skipped as text whose first value is a number with a decimal comma: it
-    would be skipped silently and a numeric ``column`` index would then name the next one."""
+    """A column skipped as text whose first value is a number with a decimal comma, or (among
+    numeric columns) a number written with a mark of another script (``foreign_mark_hint``:
+    "２０，５", "٢١٫٥"): it would be skipped silently and a numeric ``column`` index would
+    then name the next one."""
     for j, cell in enumerate(first_row):
+        hint = foreign_mark_hint(cell, decimal) if keep and j not in keep else ""
+        if hint:
+            return SourceError(
+                f"column {header[j]!r} of {path}: its first value {cell.strip()!r} (line "
+                f"{lineno}) is a number written with a mark of another script{hint}; "
+                "convert the file rather than have the column skipped as text (a numeric "
+                "column index would then name the next column)",
+                field="source.path",
+            )
         if j not in keep and _DECIMAL_COMMA.fullmatch(cell.strip()):
             return SourceError(
                 f"column {header[j]!r} of {path}: its first value {cell.strip()!r} (line "
@@ -624,7 +640,7 @@ def _parse_table(
     if decimal == "," and data[0][0] != lines[0][0]:  # a header line: its names as written
         header = header_cells
     skip = _row_id_fields(header, data, path, delimiter)
-    names, keep, dropped = _numeric_columns(header, data, skip, path)
+    names, keep, dropped = _numeric_columns(header, data, skip, path, decimal)
     for j in range(-skip, len(header)):  # the row id (j = -1) and the text columns
         if j not in keep:
             what = "the row-id column" if j < 0 else f"column {header[j]!r}"
@@ -917,11 +933,12 @@ def _whitespace_hint(first_row: list[str]) -> str:
 
 
 def _numeric_columns(
-    header: list[str], data: list, skip: int, path: str
+    header: list[str], data: list, skip: int, path: str, decimal: str = "."
 ) -> tuple[tuple[str, ...], list[int], dict]:
     """The kept (numeric) columns' names, their header indices and the dropped columns
-    (``_parse_table``). A column's first present value decides; a decimal comma, or no
-    numeric column at all, is refused."""
+    (``_parse_table``). A column's first present value decides; a decimal comma, a number
+    written with a mark of another script (``decimal``: the file's decimal mark, for the
+    hint), or no numeric column at all, is refused."""
     field = "source.path"
     first_row = data[0][1][skip : skip + len(header)]
     # a column's first value that is missing ("", "NA", ...: MISSING_TOKENS) does not make it
@@ -939,7 +956,7 @@ def _numeric_columns(
             else _is_number(cell.strip())
         )
     ]
-    comma = _decimal_comma_column(header, first_row, keep, path, data[0][0])
+    comma = _decimal_comma_column(header, first_row, keep, path, data[0][0], decimal)
     if comma is not None:
         raise comma
     if not keep:
@@ -1051,30 +1068,49 @@ def inexact_integer_reason(cell: str) -> str | None:
 # names and the ASCII mark a number needs instead
 _FOREIGN_MARKS = {
     "\uff0e": ("the full-width full stop", "."),
+    "\uff0c": ("the full-width comma", ","),
     "\u066b": ("the Arabic decimal separator", "."),
     "\uff0d": ("the full-width hyphen-minus", "-"),
     "\u2212": ("the minus sign", "-"),
     "\uff0b": ("the full-width plus sign", "+"),
 }
 _ASCII_MARKS = str.maketrans({mark: ascii for mark, (_, ascii) in _FOREIGN_MARKS.items()})
+# the marks of other scripts that stand for a decimal mark: the hint names the file's own
+# (source.decimal) as the one to write instead
+_DECIMAL_LIKE_MARKS = ("\uff0e", "\uff0c", "\u066b")
 
 
-def foreign_mark_hint(cell: str) -> str:
+def foreign_mark_hint(cell: str, decimal: str = ".") -> str:
     """A hint for a cell that is a number written with a mark of another script (a locale's
-    export: full-width "２１．５", Arabic "٢١٫٥", a minus sign "−3"): digits of any script are
-    read, the decimal point and the signs must be ASCII.
+    export: full-width "２１．５" or "２１，５", Arabic "٢١٫٥", a minus sign "−3"): digits of any
+    script are read, the decimal mark and the signs must be ASCII. ``decimal`` is the file's
+    decimal mark (``source.decimal``): a decimal-like mark is named against it, and a number
+    that reads only with a decimal comma says so under ``"."``.
 
     Returns:
         ``" (the full-width full stop '．' (U+FF0E) is not '.' ...)"``, for the caller to put
         after the sentence naming the cell, or ``""`` when the cell is no such number."""
     text = cell.strip()
     marks = [mark for mark in _FOREIGN_MARKS if mark in text]
-    if not marks or not _is_number(text.translate(_ASCII_MARKS)):
+    if not marks:
         return ""
-    name, ascii = _FOREIGN_MARKS[marks[0]]
+    written = text.translate(_ASCII_MARKS)
+    point = _is_number(written)
+    comma = bool(_COMMA_NUMBER.fullmatch(written) or _GROUPED_COMMA_NUMBER.fullmatch(written))
+    if not (point or comma):
+        return ""
+    mark = marks[0]
+    name, ascii = _FOREIGN_MARKS[mark]
+    if mark in _DECIMAL_LIKE_MARKS:  # the mark that reads: a comma, else the file's own
+        ascii = "," if comma and not point else decimal if decimal in DECIMALS else ascii
+    setting = (
+        ' (a decimal comma also needs source.decimal = ",")'
+        if (ascii == "," and decimal != ",")
+        else ""
+    )
     return (
-        f" ({name} {marks[0]!r} (U+{ord(marks[0]):04X}) is not {ascii!r}: a number's decimal "
-        "point and sign are ASCII, while its digits may be of any script)"
+        f" ({name} {mark!r} (U+{ord(mark):04X}) is not {ascii!r}{setting}: a number's "
+        "decimal mark and sign are ASCII, while its digits may be of any script)"
     )
 
 
@@ -1352,7 +1388,9 @@ def _gap_error(
     )
 
 
-def _broken_error(path: str, name: str, cell: str, lineno: int, field: str) -> SourceError:
+def _broken_error(
+    path: str, name: str, cell: str, lineno: int, field: str, decimal: str = "."
+) -> SourceError:
     inexact = inexact_integer_reason(cell)
     if inexact is not None:
         return SourceError(
@@ -1361,7 +1399,8 @@ def _broken_error(path: str, name: str, cell: str, lineno: int, field: str) -> S
         )
     return SourceError(
         f"non-numeric value {cell!r} in column {name!r} at line {lineno} of {path} "
-        f"(need finite numbers in every column a source reads){foreign_mark_hint(cell)}",
+        f"(need finite numbers in every column a source reads)"
+        f"{foreign_mark_hint(cell, decimal)}",
         field=field,
     )
 
@@ -1408,7 +1447,7 @@ def load_table(
     names, matrix, _, broken, gaps, _ = _table(path, header, decimal)
     if broken:
         k = min(broken, key=lambda j: (broken[j][1], j))
-        raise _broken_error(path, names[k], *broken[k], field="source.path")
+        raise _broken_error(path, names[k], *broken[k], field="source.path", decimal=decimal)
     if gaps:
         k = min(gaps, key=lambda j: (gaps[j][1], j))
         raise _gap_error(path, names[k], *gaps[k], field="source.path")
@@ -1582,7 +1621,8 @@ def _column_index(
             raise SourceError(
                 f"{column!r} of {spec.path} is not a numeric column: its first value "
                 f"{value!r} (line {lineno}) is not a number, and a column is read only if its "
-                f"first value is (numeric columns: {available}){foreign_mark_hint(value)}",
+                f"first value is (numeric columns: {available})"
+                f"{foreign_mark_hint(value, spec.decimal)}",
                 field=field,
             )
         if column not in names and spec.header is not True and all(n.isdigit() for n in names):
@@ -1631,7 +1671,9 @@ def _readable(spec: CsvSpec, names: list[str], index: int, field: str) -> int:
     """``index``, after checking that every value of that column is a finite number."""
     broken, gaps = _table(spec.path, spec.header, spec.decimal)[3:5]
     if index in broken:
-        raise _broken_error(spec.path, names[index], *broken[index], field=field)
+        raise _broken_error(
+            spec.path, names[index], *broken[index], field=field, decimal=spec.decimal
+        )
     if index in gaps and spec.missing == "refuse":
         raise _gap_error(spec.path, names[index], *gaps[index], field=field)
     return index
@@ -1643,7 +1685,9 @@ def _check_rows(spec: CsvSpec, names: list[str]) -> None:
     broken, gaps = _table(spec.path, spec.header, spec.decimal)[3:5]
     if broken:
         k = min(broken, key=lambda j: (broken[j][1], j))
-        raise _broken_error(spec.path, names[k], *broken[k], field="source.path")
+        raise _broken_error(
+            spec.path, names[k], *broken[k], field="source.path", decimal=spec.decimal
+        )
     if gaps and spec.missing == "refuse":
         k = min(gaps, key=lambda j: (gaps[j][1], j))
         raise _gap_error(spec.path, names[k], *gaps[k], field="source.path", rows=True)
