@@ -1,0 +1,165 @@
+"""Helper B's user day (2026-12-07, claim R7; scripts/B_user_day.py): one test per fix, each
+failing on the code before it.
+
+- A number written with a full-width comma "２０，５" (a CJK locale's export) under
+  ``decimal = ","`` was skipped as a text column with no hint (the known gap of the brief),
+  and under either decimal mark a column whose first value is a number written with a mark
+  of another script ("２０，５", "２１．５", "٢٠٫٥", "−3.5") was skipped silently, so a
+  numeric ``column = 0`` replayed the NEXT column. Now the file is refused naming the cell
+  and the mark, against the file's decimal mark.
+- ``[cadr] dropout`` rounding to no device (``round(dropout x n) = 0``) ran with no dropout
+  while the scenario asked for one; now refused naming field, limit and value. The refusal
+  of a dropout past the limit names the value too.
+- An edge list ending in a DOS end-of-file mark (Ctrl-Z) was refused ("expected two node
+  ids, got '\\x1a'") while the CSV sources drop it.
+"""
+
+from __future__ import annotations
+
+import pytest
+from ldpfleet.app.cli import app
+from ldpfleet.devices import sources
+from ldpfleet.devices.graphs import load_graph
+from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.scenarios.schema import ScenarioError, parse_scenario
+from typer.testing import CliRunner
+
+
+def _csv_scenario(path, column: str | int, decimal: str) -> str:
+    column_value = f'"{column}"' if isinstance(column, str) else str(column)
+    return (
+        '[scenario]\nname = "b3"\nseed = 1\n\n[fleet]\ndevices = 2\n\n'
+        "[stream]\nsteps = 4\neps = 4.0\nw = 4\n\n"
+        f'[source]\nkind = "csv"\npath = "{path.name}"\ncolumn = {column_value}\n'
+        f'bounds = [0.0, 40.0]\ndecimal = "{decimal}"\n'
+    )
+
+
+def _refusal(tmp_path, text: str, column: str | int, decimal: str) -> ScenarioError:
+    path = tmp_path / "data.csv"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario(_csv_scenario(path, column, decimal), path=tmp_path / "s.toml")
+    return caught.value
+
+
+FULL_WIDTH = "t;h\n２０，５;1\n２１，２５;2\n"
+
+
+def test_a_full_width_comma_under_decimal_comma_is_named(tmp_path):
+    message = str(_refusal(tmp_path, FULL_WIDTH, "t", ","))
+    assert "'２０，５'" in message and "U+FF0C" in message, message
+    assert "is not ','" in message and "line 2" in message, message
+
+
+def test_a_full_width_comma_under_decimal_point_says_to_set_decimal_comma(tmp_path):
+    message = str(_refusal(tmp_path, FULL_WIDTH, "t", "."))
+    assert "U+FF0C" in message and 'source.decimal = ","' in message, message
+
+
+@pytest.mark.parametrize(
+    ("text", "decimal", "mark"),
+    [
+        (FULL_WIDTH, ",", "U+FF0C"),
+        ("t,h\n２１．５,1\n２２．５,2\n", ".", "U+FF0E"),
+        ("t;h\n٢٠٫٥;1\n٢١٫٥;2\n", ",", "U+066B"),
+        ("t,h\n\u22123.5,1\n\u22122.5,2\n", ".", "U+2212"),
+    ],
+)
+def test_a_column_index_never_names_the_column_after_a_skipped_foreign_number(
+    tmp_path, text, decimal, mark
+):
+    """``column = 0`` read column ``h`` (1, 2) silently: the first column, numbers written
+    with a mark of another script, was skipped as text and the indices shifted."""
+    error = _refusal(tmp_path, text, 0, decimal)
+    assert error.field == "source.path" and mark in str(error), str(error)
+    assert "column 't'" in str(error), str(error)
+
+
+def test_the_arabic_separator_is_named_against_a_decimal_comma():
+    hint = sources.foreign_mark_hint("٢٠٫٥", decimal=",")
+    assert "U+066B" in hint and "is not ','" in hint, hint
+    assert "is not '.'" in sources.foreign_mark_hint("٢٠٫٥")  # unchanged under "."
+
+
+def test_no_foreign_mark_hint_for_text():
+    assert sources.foreign_mark_hint("abc，", decimal=",") == ""
+    assert sources.foreign_mark_hint("２０，５，１", decimal=",") == ""  # no number either way
+
+
+def test_a_text_column_without_numbers_still_passes(tmp_path):
+    path = tmp_path / "data.csv"
+    path.write_text("name;t\nabc，d;20,5\nx;21,5\n", encoding="utf-8")
+    loaded = parse_scenario(_csv_scenario(path, 0, ","), path=tmp_path / "s.toml")
+    assert sources.load_table(str(path), decimal=",")[1].tolist() == [[20.5], [21.5]]
+    assert loaded.spec.source.column == 0
+
+
+# --------------------------------------------------------------------------- [cadr] dropout
+
+GRAPH = "erdos_renyi:n=60,p=0.1,seed=4"  # noise_parties(60) = 54: 1 .. 6 may leave
+
+
+def _cadr(dropout: float) -> str:
+    return (
+        '[scenario]\nname = "drop"\nseed = 11\n\n'
+        f'[graph]\nsource = "{GRAPH}"\n\n[cadr]\neps = 3.0\ndropout = {dropout!r}\n'
+    )
+
+
+@pytest.mark.parametrize("dropout", [1e-300, 0.005, 0.5 / 60])
+def test_a_dropout_that_rounds_to_no_device_is_refused(dropout):
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario(_cadr(dropout))
+    error = caught.value
+    assert error.field == "cadr.dropout" and error.value == dropout, error
+    assert "no device" in str(error) and "0.008333" in error.limit, (str(error), error.limit)
+
+
+def test_a_dropout_of_one_device_loads():
+    assert parse_scenario(_cadr(0.0084)).spec.cadr.dropout == 0.0084
+
+
+def test_a_dropout_past_the_limit_names_its_value():
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario(_cadr(0.11))
+    assert "dropout = 0.11" in str(caught.value), str(caught.value)
+
+
+def test_the_cli_refuses_a_dropout_of_no_device_in_one_sentence(tmp_path):
+    path = tmp_path / "drop.toml"
+    path.write_text(_cadr(0.005))
+    result = CliRunner().invoke(app, ["run", str(path), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and "cadr.dropout" in result.output
+    assert "no device" in result.output and not (tmp_path / "out").exists()
+
+
+# --------------------------------------------------------------------------- edge lists
+
+EDGES = "# g\n1 2\n2 3\n3 1\n3 4\n"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        (EDGES + "\x1a").encode(),
+        (EDGES + "\x1a\x1a").encode(),
+        (EDGES.rstrip("\n") + "\x1a").encode(),
+        (EDGES + "\x1a").encode("utf-16"),
+    ],
+    ids=["after-newline", "a-run", "no-newline", "utf-16"],
+)
+def test_an_edge_list_ending_in_ctrl_z_reads(tmp_path, data):
+    path = tmp_path / "g.txt"
+    path.write_bytes(data)
+    graph = load_graph(str(path))
+    assert (graph.n, graph.edges()) == (4, 4)
+
+
+def test_a_ctrl_z_inside_an_edge_list_is_still_refused(tmp_path):
+    path = tmp_path / "g.txt"
+    path.write_bytes(b"1 2\n2\x1a 3\n3 1\n")
+    with pytest.raises(ParameterError) as caught:
+        load_graph(str(path))
+    assert "line 2" in str(caught.value), str(caught.value)
