@@ -492,6 +492,15 @@ def _decimal_comma_column(
                 "column index would then name the next column)",
                 field="source.path",
             )
+        if j not in keep and decimal == "," and _DECIMAL_COMMA.fullmatch(cell.strip()):
+            return SourceError(  # "1,234.5" under decimal ",": not "set decimal ','" again
+                f"column {header[j]!r} of {path}: its first value {cell.strip()!r} (line "
+                f"{lineno}) groups its digits with commas before a decimal point, which "
+                "neither decimal mark reads (source.decimal is ','): remove the grouping "
+                "(1234.5, or 1234,5 under decimal ','), rather than have the column skipped "
+                "as text",
+                field="source.path",
+            )
         if j not in keep and _DECIMAL_COMMA.fullmatch(cell.strip()):
             return SourceError(
                 f"column {header[j]!r} of {path}: its first value {cell.strip()!r} (line "
@@ -618,7 +627,7 @@ def _parse_table(
             _no_header_in_numpy(path, has_header)
             _no_decimal_in_numpy(path, decimal)
             return _numpy_table(path, raw)
-        lines, delimiter = _csv_lines(raw, path)
+        lines, delimiter = _csv_lines(raw, path, decimal)
     except UnicodeDecodeError as exc:  # e.g. a Latin-1 export with "°C" in its header
         broken_utf16 = broken_utf16_reason(exc)
         if broken_utf16 is not None:
@@ -666,11 +675,14 @@ def _ansi_hint(raw: bytes, path: str) -> str:
     )
 
 
-def _csv_lines(raw: bytes, path: str) -> tuple[list, str]:
+def _csv_lines(raw: bytes, path: str, decimal: str = ".") -> tuple[list, str]:
     """The non-blank lines of a CSV file's bytes as ``(line number, fields)`` and their
-    delimiter (an Excel ``sep=`` line's, else sniffed). Raises ``UnicodeDecodeError`` and
-    ``csv.Error`` for ``_parse_table`` to word."""
+    delimiter (an Excel ``sep=`` line's, else sniffed; under ``decimal = ","`` a file of one
+    column: ``_one_column``). Raises ``UnicodeDecodeError`` and ``csv.Error`` for
+    ``_parse_table`` to word."""
     text, delimiter = csv_text(raw, path)
+    if decimal == "," and _one_column(text, delimiter):
+        delimiter = ";"  # held nowhere in the text: every line is one field
     lines = [
         (lineno, row)
         for lineno, row in enumerate(
@@ -682,6 +694,19 @@ def _csv_lines(raw: bytes, path: str) -> tuple[list, str]:
     return lines, delimiter
 
 
+def _one_column(text: str, delimiter: str) -> bool:
+    """Whether a file read with ``decimal = ","`` is one column of decimal commas: the commas
+    were sniffed as its delimiter, yet its first non-blank line (a header of one name)
+    holds no comma, semicolon or tab, nor does any line a semicolon or a tab. A spreadsheet
+    saves one column with no separator at all ("t", "20,5", "21,5"): it was refused as "its
+    fields are separated by commas" (helper B's user day, 2026-12-07). Without a header the
+    file stays refused (``20,5`` may be two integer fields)."""
+    if delimiter != "," or ";" in text or "\t" in text:
+        return False
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    return "," not in first
+
+
 # under decimal = ",": a number with a decimal comma, read with a point ("3,14", "-0,5",
 # ",5", "1,5e3"), and a number with a decimal point, which is not one there ("1.234" is
 # 1234 in a German export: digit grouping, never read as 1.234)
@@ -689,6 +714,14 @@ _COMMA_NUMBER = re.compile(r"[+-]?(\d+,\d*|,\d+)([eE][+-]?\d+)?")
 # ... and with points grouping its digits before a decimal comma ("1.234,5", Excel's
 # "#.##0,0"): unambiguous, read as 1234.5; without the comma ("1.234") it stays refused
 _GROUPED_COMMA_NUMBER = re.compile(r"[+-]?[1-9]\d{0,2}(\.\d{3})+,\d*([eE][+-]?\d+)?")
+# ... or with spaces, as a French locale writes them ("1 234,5": a space, a no-break space
+# U+00A0 or a narrow one U+202F, one kind in a number), read as 1234.5 (without the comma,
+# "1 234", it stays text). They were text, so a first value "1 234,5" had its column
+# skipped silently and a column index shifted (helper B's user day, 2026-12-07)
+_SPACES = "[ \u00a0\u202f]"
+_SPACE_GROUPED_COMMA_NUMBER = re.compile(
+    rf"[+-]?[1-9]\d{{0,2}}({_SPACES})\d{{3}}(\1\d{{3}})*,\d*([eE][+-]?\d+)?"
+)
 _POINT_NUMBER = re.compile(r"[+-]?(\d+\.\d*|\.\d+)([eE][+-]?\d+)?")
 DECIMALS = (".", ",")
 
@@ -720,7 +753,7 @@ def check_decimal(
         raise DecimalMarkError(
             f"must be '.' for {path}, got ',': its fields are separated by commas, so a comma "
             "cannot also be its decimal mark (a file of decimal commas separates its fields "
-            "by semicolons or tabs)",
+            "by semicolons or tabs; one column of decimal commas needs a header line)",
             field=field,
             limit="',' only for a file whose fields are separated by semicolons or tabs",
             value=value,
@@ -732,10 +765,10 @@ def _decimal_commas(lines: list, delimiter: str, path: str) -> list:
     """``lines`` (``_csv_lines``) with every number written with a decimal comma rewritten
     with a point, and every number written with a decimal point marked as not a number
     (its column is then text, or its cell a bad value named when a source reads it): the
-    reading of ``decimal = ","``; points grouping the digits before a decimal comma
-    (``1.234,5``) are dropped. Its fields must be separated by semicolons or tabs: in a
-    comma-separated file a decimal comma cannot be told from a field separator
-    (``check_decimal``)."""
+    reading of ``decimal = ","``; points or spaces grouping the digits before a decimal
+    comma (``1.234,5``, ``1 234,5``) are dropped. Its fields must be separated by
+    semicolons or tabs: in a comma-separated file a decimal comma cannot be told from a
+    field separator (``check_decimal``)."""
     check_decimal(",", field="source.decimal", delimiter=delimiter, path=path)
     marked = (
         " (a decimal point, but source.decimal is ',': digit grouping? it is read only "
@@ -750,6 +783,8 @@ def _decimal_commas(lines: list, delimiter: str, path: str) -> list:
                 cell = text.replace(",", ".")
             elif _GROUPED_COMMA_NUMBER.fullmatch(text):
                 cell = text.replace(".", "").replace(",", ".")
+            elif _SPACE_GROUPED_COMMA_NUMBER.fullmatch(text):
+                cell = re.sub(_SPACES, "", text).replace(",", ".")
             elif _POINT_NUMBER.fullmatch(text):
                 cell = text + marked
             cells.append(cell)

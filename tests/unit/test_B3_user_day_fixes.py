@@ -163,3 +163,56 @@ def test_a_ctrl_z_inside_an_edge_list_is_still_refused(tmp_path):
     with pytest.raises(ParameterError) as caught:
         load_graph(str(path))
     assert "line 2" in str(caught.value), str(caught.value)
+
+
+# --------------------------------------------------------------------------- decimal commas
+
+
+def test_one_column_of_decimal_commas_with_a_header_reads(tmp_path):
+    """A spreadsheet saves one column with no separator ("t", "20,5"): under decimal ","
+    it was refused as "its fields are separated by commas"."""
+    path = tmp_path / "one.csv"
+    path.write_text("t\n20,5\n21,25\n-0,5\n", encoding="utf-8")
+    names, matrix = sources.load_table(str(path), decimal=",")
+    assert names == ["t"] and matrix[:, 0].tolist() == [20.5, 21.25, -0.5]
+
+
+def test_one_column_of_decimal_commas_without_a_header_says_to_add_one(tmp_path):
+    path = tmp_path / "one.csv"
+    path.write_text("20,5\n21,5\n", encoding="utf-8")  # or two integer fields: not guessed
+    with pytest.raises(sources.DecimalMarkError) as caught:
+        sources.load_table(str(path), decimal=",")
+    assert "needs a header line" in str(caught.value), str(caught.value)
+
+
+def test_a_comma_separated_file_under_decimal_comma_is_still_refused(tmp_path):
+    path = tmp_path / "cs.csv"
+    path.write_text("t,h\n20,1\n21,2\n", encoding="utf-8")  # not one column "t,h" of 20.1
+    with pytest.raises(sources.DecimalMarkError):
+        sources.load_table(str(path), decimal=",")
+
+
+@pytest.mark.parametrize("space", [" ", "\u00a0", "\u202f"], ids=["space", "nbsp", "nnbsp"])
+def test_french_space_grouping_reads_under_decimal_comma(tmp_path, space):
+    """ "1 234,5" (a French export) was text: a first value like it had its column skipped
+    silently, so column = 0 replayed the next column."""
+    path = tmp_path / "fr.csv"
+    path.write_text(f"t;h\n1{space}234,5;1\n-12{space}345{space}678,25;2\n", encoding="utf-8")
+    assert sources.load_table(str(path), decimal=",")[1][:, 0].tolist() == [1234.5, -12345678.25]
+    loaded = parse_scenario(_csv_scenario(path, 0, ","), path=tmp_path / "s.toml")
+    assert loaded.spec.source.column == 0
+
+
+@pytest.mark.parametrize("cell", ["1 234", "1 23,5", "1234 567,8", "1 234.567,8"])
+def test_other_space_groupings_stay_text(tmp_path, cell):
+    path = tmp_path / "fr.csv"
+    path.write_text(f"t;h\n20,5;1\n{cell};2\n", encoding="utf-8")
+    with pytest.raises(sources.SourceError) as caught:
+        sources.load_table(str(path), decimal=",")
+    assert repr(cell) in str(caught.value), str(caught.value)
+
+
+def test_comma_grouping_under_decimal_comma_is_not_told_to_set_decimal_comma(tmp_path):
+    error = _refusal(tmp_path, "t;h\n1,234.5;1\n", "t", ",")
+    assert "groups its digits with commas" in str(error), str(error)
+    assert 'set source.decimal = ","' not in str(error), str(error)
