@@ -119,7 +119,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
-from ldpfleet.devices.compressed import BrokenCompressedData, compression, decompress
+from ldpfleet.devices.compressed import (
+    BrokenCompressedData,
+    compression,
+    not_unpacked,
+    unpack,
+)
 from ldpfleet.protocol.delimiters import sniff_delimiter
 from ldpfleet.protocol.errors import ParameterError
 
@@ -1207,14 +1212,13 @@ def read_data_file(path: str | os.PathLike) -> bytes:
 
 
 def _decompressed(path: str, raw: bytes) -> bytes:
-    """``raw`` unpacked when it is gzip, bzip2 or xz data (by its first bytes, as a [graph]
-    source's edge list: ``devices.compressed``): a ``.csv.gz`` was "not UTF-8 text (byte
-    0x8b on line 1)"."""
-    kind = compression(raw)
-    if kind is None:
+    """``raw`` unpacked when it is gzip, bzip2 or xz data, up to two layers (by its first
+    bytes, as a [graph] source's edge list: ``devices.compressed.unpack``): a ``.csv.gz``
+    was "not UTF-8 text (byte 0x8b on line 1)"."""
+    if compression(raw) is None:
         return raw
     try:
-        return decompress(raw, kind)
+        return unpack(raw)
     except BrokenCompressedData as exc:
         raise SourceError(f"cannot read {path}: {exc}", field="source.path") from None
 
@@ -1257,12 +1261,14 @@ _PARQUET = (
 )
 
 
-def binary_format(raw: bytes) -> str | None:
+def binary_format(raw: bytes, name: str = "FILE") -> str | None:
     """What a file's first bytes (unpacked: ``read_data_file``) say it is when it is a binary
     format that no reader of text tables reads: a Parquet, Excel 97-2003, HDF5, SQLite,
-    Arrow/Feather file, a PDF, or a zip that is not a NumPy ``.npz`` (an Excel workbook, an
-    OpenDocument spreadsheet, a zipped CSV). The one table of formats of the CSV sources
-    and of ``bench gcdp``'s Occupancy files (``collector.gcdp.evaluation.load_occupancy``).
+    Arrow/Feather file, a PDF, a zip that is not a NumPy ``.npz`` (an Excel workbook, an
+    OpenDocument spreadsheet, a zipped CSV), or an archive or compression no reader unpacks
+    (``devices.compressed.not_unpacked``: tar, 7z, zstd, LZ4, Unix compress, lzip; ``name``
+    is the file's name in its command). The one table of formats of the CSV sources and of
+    ``bench gcdp``'s Occupancy files (``collector.gcdp.evaluation.load_occupancy``).
 
     Returns:
         The format and how to convert it (``"an Apache Parquet file: write it as CSV ..."``),
@@ -1275,6 +1281,10 @@ def binary_format(raw: bytes) -> str | None:
             return kind
     if raw.startswith(b"PK"):
         return _zip_format(raw)
+    archive = not_unpacked(raw, name)
+    if archive is not None:  # a .tar.gz, a 7z, zstd ...: devices.compressed's table
+        what, command = archive
+        return f"{what}: {command} and give the data file's path"
     return None
 
 
@@ -1283,7 +1293,7 @@ def _refuse_binary_table(path: str, raw: bytes) -> None:
     how to convert it (``SourceError``, ``source.path``), rather than read as text and
     refused for what its bytes happen to be (a zip that is not an ``.npz`` ended ``ldpfleet
     run`` in a traceback: numpy handed its members back as bytes)."""
-    what = binary_format(raw)
+    what = binary_format(raw, os.path.basename(path))
     if what is None:
         return
     npz = " (a NumPy .npz holds only .npy members)" if raw.startswith(b"PK") else ""

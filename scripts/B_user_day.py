@@ -185,6 +185,18 @@ def _graph(name: str, data: bytes):
     return lambda: load_graph(str(path))
 
 
+def _tar(member: str, data: bytes) -> bytes:
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as archive:
+        info = tarfile.TarInfo(member)
+        info.size = len(data)
+        archive.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
 def _zip(member: str, data: bytes) -> bytes:
     import io
 
@@ -599,6 +611,55 @@ def file_cases() -> list[Case]:
             _csv_scenario("s-fw.csv", fw + fw_rows, ","),
             "refused",
             needs=("source", "U+FF0C"),
+        ),
+        Case(
+            g,
+            "csv .tar.gz (a downloaded data set)",
+            _table("d.tar.gz", gzip.compress(_tar("d.csv", raw_csv)), ","),
+            "refused",
+            needs=("tar -tf d.tar.gz",),
+        ),
+        Case(
+            g,
+            "csv .csv.gz.gz (gzipped twice)",
+            _table("d.csv.gz.gz", gzip.compress(gzip.compress(raw_csv)), ","),
+            "ok",
+            col_t,
+        ),
+        Case(
+            g,
+            "csv .zst",
+            _table("d.csv.zst", b"\x28\xb5\x2f\xfd" + bytes(40), ","),
+            "refused",
+            needs=("zstd -d",),
+        ),
+        Case(
+            g,
+            "csv .7z",
+            _table("d.7z", b"7z\xbc\xaf\x27\x1c" + bytes(40), ","),
+            "refused",
+            needs=("7z l",),
+        ),
+        Case(
+            g,
+            "csv .Z (Unix compress)",
+            _table("d.csv.Z", b"\x1f\x9d\x90" + b"abc" * 9, ","),
+            "refused",
+            needs=("gzip -d",),
+        ),
+        Case(
+            g,
+            "edge list .zst",
+            _graph("g.txt.zst", b"\x28\xb5\x2f\xfd" + bytes(40)),
+            "refused",
+            needs=("zstd -d",),
+        ),
+        Case(
+            g,
+            "edge list .lz4",
+            _graph("g.txt.lz4", b"\x04\x22\x4d\x18" + bytes(40)),
+            "refused",
+            needs=("lz4 -d",),
         ),
         Case(g, "edge list .gz", _graph("g.txt.gz", gzip.compress(edges)), "ok", four_nodes),
         Case(g, "edge list .bz2", _graph("g.txt.bz2", bz2.compress(edges)), "ok", four_nodes),

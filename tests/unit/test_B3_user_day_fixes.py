@@ -216,3 +216,64 @@ def test_comma_grouping_under_decimal_comma_is_not_told_to_set_decimal_comma(tmp
     error = _refusal(tmp_path, "t;h\n1,234.5;1\n", "t", ",")
     assert "groups its digits with commas" in str(error), str(error)
     assert 'set source.decimal = ","' not in str(error), str(error)
+
+
+# --------------------------------------------------------------------------- archives
+
+
+def _tar(member: str, data: bytes) -> bytes:
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as archive:
+        info = tarfile.TarInfo(member)
+        info.size = len(data)
+        archive.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+CSV_BYTES = b"t;h\n20,5;1\n21,5;2\n"
+NOT_UNPACKED = [
+    ("a.tar.gz", lambda: __import__("gzip").compress(_tar("a.csv", CSV_BYTES)), "tar -tf a.tar.gz"),
+    ("a.7z", lambda: b"7z\xbc\xaf\x27\x1c" + bytes(40), "7z l a.7z"),
+    ("a.csv.zst", lambda: b"\x28\xb5\x2f\xfd" + bytes(40), "zstd -d a.csv.zst"),
+    ("a.csv.lz4", lambda: b"\x04\x22\x4d\x18" + bytes(40), "lz4 -d a.csv.lz4"),
+    ("a.csv.Z", lambda: b"\x1f\x9d\x90" + b"abc" * 10, "gzip -d a.csv.Z"),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "command"), NOT_UNPACKED, ids=[n for n, *_ in NOT_UNPACKED]
+)
+def test_a_csv_source_names_an_archive_or_compression_it_does_not_unpack(
+    tmp_path, name, data, command
+):
+    """A .tar.gz was "line 4 of a.tar.gz has 1 fields, expected 2"; zstd, 7z and .Z "not
+    UTF-8 text ... a Windows 'ANSI' export?"."""
+    path = tmp_path / name
+    path.write_bytes(data())
+    sources.clear_table_cache()
+    with pytest.raises(sources.SourceError) as caught:
+        sources.load_table(str(path), decimal=",")
+    message = str(caught.value)
+    assert command in message and "ANSI" not in message and "fields" not in message, message
+
+
+@pytest.mark.parametrize("name", ["a.csv.zst", "a.csv.lz4", "a.csv.Z"])
+def test_an_edge_list_names_a_compression_it_does_not_unpack(tmp_path, name):
+    data, command = next((d, c) for n, d, c in NOT_UNPACKED if n == name)
+    path = tmp_path / name
+    path.write_bytes(data())
+    with pytest.raises(ParameterError) as caught:
+        load_graph(str(path))
+    assert caught.value.field == "graph" and command in str(caught.value), str(caught.value)
+
+
+def test_a_twice_gzipped_csv_reads_as_a_twice_gzipped_edge_list_does(tmp_path):
+    import gzip
+
+    path = tmp_path / "a.csv.gz.gz"
+    path.write_bytes(gzip.compress(gzip.compress(CSV_BYTES)))
+    sources.clear_table_cache()
+    assert sources.load_table(str(path), decimal=",")[1].tolist() == [[20.5, 1.0], [21.5, 2.0]]
