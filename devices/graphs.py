@@ -559,10 +559,10 @@ def _refuse_not_unpacked(path: Path, raw: bytes) -> None:
 
 def _decoded(path: Path, raw: bytes) -> bytes:
     """UTF-8 bytes of the text: a UTF-8 BOM dropped, UTF-16 (with a BOM, or without one
-    when the zero bytes say so: ``_bomless_utf16``) decoded, a DOS end-of-file mark (Ctrl-Z,
+    when the zero bytes say so: ``bomless_utf16``) decoded, a DOS end-of-file mark (Ctrl-Z,
     one or a run of them) at the very end dropped."""
     bom = raw.startswith((b"\xff\xfe", b"\xfe\xff"))  # Windows "Unicode" (PowerShell's >)
-    encoding = "utf-16" if bom else _bomless_utf16(raw)
+    encoding = "utf-16" if bom else bomless_utf16(raw)
     if encoding is not None:
         try:
             text = raw.decode(encoding).encode("utf-8")
@@ -576,11 +576,12 @@ def _decoded(path: Path, raw: bytes) -> bytes:
 UTF16_SAMPLE = 65536  # bytes looked at to recognise UTF-16 without a BOM
 
 
-def _bomless_utf16(raw: bytes) -> str | None:
+def bomless_utf16(raw: bytes) -> str | None:
     """``utf-16-le``/``utf-16-be`` for UTF-16 text without a BOM, else None. An edge list
     is ASCII (digits, whitespace, ``#``/``%`` comments), so in UTF-16 every character's high
     byte is zero: zero bytes at 90 % or more of the odd (LE) or even (BE) positions of the
-    first ``UTF16_SAMPLE`` bytes, and none at the others. UTF-8 text has no zero byte."""
+    first ``UTF16_SAMPLE`` bytes, and none at the others. UTF-8 text has no zero byte. The
+    CSV sources' decoder uses it too (``devices.sources.decode_text``)."""
     sample = raw[: UTF16_SAMPLE - UTF16_SAMPLE % 2]
     if len(sample) < 2 or len(raw) % 2 or b"\x00" not in sample:
         return None

@@ -277,3 +277,14 @@ def test_a_twice_gzipped_csv_reads_as_a_twice_gzipped_edge_list_does(tmp_path):
     path.write_bytes(gzip.compress(gzip.compress(CSV_BYTES)))
     sources.clear_table_cache()
     assert sources.load_table(str(path), decimal=",")[1].tolist() == [[20.5, 1.0], [21.5, 2.0]]
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_a_csv_in_utf16_without_a_bom_reads_as_an_edge_list_does(tmp_path, encoding):
+    """``iconv -t UTF-16LE`` writes no BOM: it was "line 4 of ... has 1 fields, expected 2"
+    (LE) or "no numeric columns: '\\x002\\x000...'" (BE), while the edge lists read it."""
+    path = tmp_path / "u16.csv"
+    path.write_bytes("time;Temp (°C)\n1;20,5\n2;21,5\n".encode(encoding))
+    sources.clear_table_cache()
+    names, matrix = sources.load_table(str(path), decimal=",")
+    assert names == ["time", "Temp (°C)"] and matrix.tolist() == [[1.0, 20.5], [2.0, 21.5]]
