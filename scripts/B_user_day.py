@@ -429,6 +429,27 @@ def file_cases() -> list[Case]:
             col_t,
         ),
         Case(
+            g,
+            "UTF-16LE without a BOM (iconv) + decimal comma",
+            _table("u16le.csv", CSV.encode("utf-16-le"), ","),
+            "ok",
+            col_t,
+        ),
+        Case(
+            g,
+            "UTF-16BE without a BOM + decimal comma",
+            _table("u16be.csv", CSV.encode("utf-16-be"), ","),
+            "ok",
+            col_t,
+        ),
+        Case(
+            g,
+            "BOM + Excel 'sep=;' line + decimal comma",
+            _table("bomsep.csv", "\ufeffsep=;\n" + CSV, ","),
+            "ok",
+            col_t,
+        ),
+        Case(
             g, "decimal comma, Ctrl-Z at the end", _table("z.csv", CSV + "\x1a", ","), "ok", col_t
         ),
         Case(
