@@ -1021,7 +1021,7 @@ def _numeric_columns(
             + (
                 " (the minus sign '\u2212' (U+2212) is not the hyphen-minus '-' numbers need)"
                 if any(cell.strip().startswith("\u2212") for cell in first_row)
-                else ""
+                else _first_foreign_mark_hint(first_row, decimal)
             )
             + _whitespace_hint(first_row),
             field=field,
@@ -1036,6 +1036,12 @@ def _numeric_columns(
         if j not in keep  # a text column named like a numeric one too: _column_index refuses it
     }
     return names, keep, dropped
+
+
+def _first_foreign_mark_hint(cells: list[str], decimal: str) -> str:
+    """``foreign_mark_hint`` of the first of ``cells`` that has one, else ``""``: a file of
+    one column of "２０，５" under ``decimal = ","`` was "no numeric columns" with no hint."""
+    return next((hint for hint in (foreign_mark_hint(c, decimal) for c in cells) if hint), "")
 
 
 def _cell_matrix(cells: list[list[str]], data: list) -> tuple:

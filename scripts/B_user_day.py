@@ -450,6 +450,13 @@ def file_cases() -> list[Case]:
             col_t,
         ),
         Case(
+            g,
+            "one column of full-width '２０，５' under decimal ','",
+            _table("fw-one.csv", "t\n２０，５\n２１，５\n", ","),
+            "refused",
+            needs=("no numeric columns", "U+FF0C"),
+        ),
+        Case(
             g, "decimal comma, Ctrl-Z at the end", _table("z.csv", CSV + "\x1a", ","), "ok", col_t
         ),
         Case(

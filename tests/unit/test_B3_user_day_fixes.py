@@ -288,3 +288,15 @@ def test_a_csv_in_utf16_without_a_bom_reads_as_an_edge_list_does(tmp_path, encod
     sources.clear_table_cache()
     names, matrix = sources.load_table(str(path), decimal=",")
     assert names == ["time", "Temp (°C)"] and matrix.tolist() == [[1.0, 20.5], [2.0, 21.5]]
+
+
+@pytest.mark.parametrize("decimal", [",", "."])
+def test_a_file_of_one_full_width_column_names_the_mark(tmp_path, decimal):
+    """The brief's known gap: "２０，５" alone under decimal "," was "no numeric columns" and
+    nothing more."""
+    path = tmp_path / "fw.csv"
+    path.write_text("t\n２０，５\n２１，５\n", encoding="utf-8")
+    sources.clear_table_cache()
+    with pytest.raises(sources.SourceError) as caught:
+        sources.load_table(str(path), decimal=decimal)
+    assert "no numeric columns" in str(caught.value) and "U+FF0C" in str(caught.value)
