@@ -1,7 +1,10 @@
 """Compressed files recognised by their first bytes: the one table and unpacker of the CSV
 sources, ``bench gcdp``'s Occupancy files (both through ``devices.sources.read_data_file``)
-and the ``[graph]`` edge lists (``devices.graphs``). A file's name is not needed; each
-caller words its own refusal (``BrokenCompressedData`` carries the format and the reason)."""
+and the ``[graph]`` edge lists (``devices.graphs``): gzip, bzip2 and xz, unpacked through
+up to two layers (``unpack``), and the archives and compressions no reader unpacks (tar,
+7z, zstd, LZ4, Unix compress, lzip: ``not_unpacked``, with the command that does). A file's
+name is not needed but for that command; each caller words its own refusal
+(``BrokenCompressedData`` carries the format and the reason)."""
 
 from __future__ import annotations
 
