@@ -46,7 +46,9 @@ Loading SNAP / KONECT edge lists (:func:`load_edge_list`)
     - a KONECT bipartite graph (``% bip`` header) is refused naming that line: both sides
       number their nodes from 1, so their ids would collide into one node set;
     - a zip, tar (also ``.tar.gz``/``.tar.bz2``, KONECT's downloads) or 7z archive is
-      refused (``field`` ``graph``) with the advice to extract the edge list from it.
+      refused (``field`` ``graph``) with the advice to extract the edge list from it, and
+      so is a compression not unpacked here (zstd, LZ4, Unix compress, lzip:
+      ``devices.compressed.not_unpacked``, the CSV sources' table too) with its command.
 
     The list may be directed: an arc in either direction (or both)
     becomes *one* undirected edge; self loops are dropped; duplicates are merged.
@@ -90,7 +92,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from ldpfleet.devices.compressed import BrokenCompressedData, compression, decompress
+from ldpfleet.devices.compressed import BrokenCompressedData, compression, not_unpacked, unpack
 from ldpfleet.protocol.errors import ParameterError
 
 __all__ = [
@@ -497,20 +499,13 @@ def _read_raw(path: Path) -> bytes:
     kind = compression(raw)
     if kind is None and path.suffix in _SUFFIXES:
         raise _cannot_read(path, f"named {path.suffix} but not {_SUFFIXES[path.suffix]} data")
-    for _layer in range(2):  # a .tar.bz2 is bzip2 around tar; two layers are plenty
-        if kind is None:
-            break
-        raw = _decompress(path, raw, kind)
-        kind = compression(raw)
+    if kind is not None:
+        try:  # a .tar.bz2 is bzip2 around tar: devices.compressed.unpack's layers
+            raw = unpack(raw)
+        except BrokenCompressedData as exc:  # cut or corrupt
+            raise _cannot_read(path, str(exc)) from None
     _refuse_archive(path, raw)
     return raw
-
-
-def _decompress(path: Path, raw: bytes, kind: str) -> bytes:
-    try:
-        return decompress(raw, kind)
-    except BrokenCompressedData as exc:  # cut or corrupt
-        raise _cannot_read(path, str(exc)) from None
 
 
 def _refuse_archive(path: Path, raw: bytes) -> None:
@@ -522,6 +517,7 @@ def _refuse_archive(path: Path, raw: bytes) -> None:
     elif raw.startswith(b"7z\xbc\xaf\x27\x1c"):
         kind, listing = "a 7z archive", "7z l"
     else:
+        _refuse_not_unpacked(path, raw)
         return
     if kind == "a zip archive" and b"xl/" in raw[:65536]:  # an .xlsx names its xl/ parts
         raise ParameterError(
@@ -540,27 +536,52 @@ def _refuse_archive(path: Path, raw: bytes) -> None:
     )
 
 
+# the end-of-file mark of DOS text files (Ctrl-Z), which some Windows tools still write after
+# the last line: dropped at the very end as the CSV sources drop it (it was "line 6:
+# expected two node ids, got '\x1a'"); anywhere else it stays and is refused
+_DOS_END_OF_FILE = b"\x1a"
+
+
+def _refuse_not_unpacked(path: Path, raw: bytes) -> None:
+    """A compression no reader here unpacks (zstd, LZ4, Unix compress, lzip: the table of
+    ``devices.compressed.not_unpacked``) is refused with the command that unpacks it; it
+    was read as text ("line 1: expected two node ids, got ...")."""
+    found = not_unpacked(raw, path.name)
+    if found is not None:
+        what, command = found
+        raise ParameterError(
+            f"{str(path)!r} is {what}, not an edge list: {command} and give the edge list's path",
+            field="graph",
+            limit="a text edge list (gzip, bzip2 or xz compressed at most)",
+            value=str(path),
+        )
+
+
 def _decoded(path: Path, raw: bytes) -> bytes:
     """UTF-8 bytes of the text: a UTF-8 BOM dropped, UTF-16 (with a BOM, or without one
-    when the zero bytes say so: ``_bomless_utf16``) decoded."""
+    when the zero bytes say so: ``bomless_utf16``) decoded, a DOS end-of-file mark (Ctrl-Z,
+    one or a run of them) at the very end dropped."""
     bom = raw.startswith((b"\xff\xfe", b"\xfe\xff"))  # Windows "Unicode" (PowerShell's >)
-    encoding = "utf-16" if bom else _bomless_utf16(raw)
+    encoding = "utf-16" if bom else bomless_utf16(raw)
     if encoding is not None:
         try:
-            return raw.decode(encoding).encode("utf-8")
+            text = raw.decode(encoding).encode("utf-8")
         except UnicodeDecodeError as exc:
             raise _cannot_read(path, f"broken UTF-16 text at byte {exc.start}") from None
-    return raw.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 BOM (Notepad) is not part of an id
+        return text.rstrip(_DOS_END_OF_FILE)
+    # a UTF-8 BOM (Notepad) is not part of an id
+    return raw.removeprefix(b"\xef\xbb\xbf").rstrip(_DOS_END_OF_FILE)
 
 
 UTF16_SAMPLE = 65536  # bytes looked at to recognise UTF-16 without a BOM
 
 
-def _bomless_utf16(raw: bytes) -> str | None:
+def bomless_utf16(raw: bytes) -> str | None:
     """``utf-16-le``/``utf-16-be`` for UTF-16 text without a BOM, else None. An edge list
     is ASCII (digits, whitespace, ``#``/``%`` comments), so in UTF-16 every character's high
     byte is zero: zero bytes at 90 % or more of the odd (LE) or even (BE) positions of the
-    first ``UTF16_SAMPLE`` bytes, and none at the others. UTF-8 text has no zero byte."""
+    first ``UTF16_SAMPLE`` bytes, and none at the others. UTF-8 text has no zero byte. The
+    CSV sources' decoder uses it too (``devices.sources.decode_text``)."""
     sample = raw[: UTF16_SAMPLE - UTF16_SAMPLE % 2]
     if len(sample) < 2 or len(raw) % 2 or b"\x00" not in sample:
         return None

@@ -119,7 +119,13 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
-from ldpfleet.devices.compressed import BrokenCompressedData, compression, decompress
+from ldpfleet.devices.compressed import (
+    BrokenCompressedData,
+    compression,
+    not_unpacked,
+    unpack,
+)
+from ldpfleet.devices.graphs import bomless_utf16
 from ldpfleet.protocol.delimiters import sniff_delimiter
 from ldpfleet.protocol.errors import ParameterError
 
@@ -471,11 +477,36 @@ def _row_id_problem(data: list, path: str, width: int, delimiter: str) -> str | 
 
 
 def _decimal_comma_column(
-    header: list[str], first_row: list[str], keep: list[int], path: str, lineno: int
+    header: list[str],
+    first_row: list[str],
+    keep: list[int],
+    path: str,
+    lineno: int,
+    decimal: str = ".",
 ) -> SourceError | None:
-    """A column skipped as text whose first value is a number with a decimal comma: it
-    would be skipped silently and a numeric ``column`` index would then name the next one."""
+    """A column skipped as text whose first value is a number with a decimal comma, or (among
+    numeric columns) a number written with a mark of another script (``foreign_mark_hint``:
+    "２０，５", "٢١٫٥"): it would be skipped silently and a numeric ``column`` index would
+    then name the next one."""
     for j, cell in enumerate(first_row):
+        hint = foreign_mark_hint(cell, decimal) if keep and j not in keep else ""
+        if hint:
+            return SourceError(
+                f"column {header[j]!r} of {path}: its first value {cell.strip()!r} (line "
+                f"{lineno}) is a number written with a mark of another script{hint}; "
+                "convert the file rather than have the column skipped as text (a numeric "
+                "column index would then name the next column)",
+                field="source.path",
+            )
+        if j not in keep and decimal == "," and _DECIMAL_COMMA.fullmatch(cell.strip()):
+            return SourceError(  # "1,234.5" under decimal ",": not "set decimal ','" again
+                f"column {header[j]!r} of {path}: its first value {cell.strip()!r} (line "
+                f"{lineno}) groups its digits with commas before a decimal point, which "
+                "neither decimal mark reads (source.decimal is ','): remove the grouping "
+                "(1234.5, or 1234,5 under decimal ','), rather than have the column skipped "
+                "as text",
+                field="source.path",
+            )
         if j not in keep and _DECIMAL_COMMA.fullmatch(cell.strip()):
             return SourceError(
                 f"column {header[j]!r} of {path}: its first value {cell.strip()!r} (line "
@@ -602,7 +633,7 @@ def _parse_table(
             _no_header_in_numpy(path, has_header)
             _no_decimal_in_numpy(path, decimal)
             return _numpy_table(path, raw)
-        lines, delimiter = _csv_lines(raw, path)
+        lines, delimiter = _csv_lines(raw, path, decimal)
     except UnicodeDecodeError as exc:  # e.g. a Latin-1 export with "°C" in its header
         broken_utf16 = broken_utf16_reason(exc)
         if broken_utf16 is not None:
@@ -624,7 +655,7 @@ def _parse_table(
     if decimal == "," and data[0][0] != lines[0][0]:  # a header line: its names as written
         header = header_cells
     skip = _row_id_fields(header, data, path, delimiter)
-    names, keep, dropped = _numeric_columns(header, data, skip, path)
+    names, keep, dropped = _numeric_columns(header, data, skip, path, decimal)
     for j in range(-skip, len(header)):  # the row id (j = -1) and the text columns
         if j not in keep:
             what = "the row-id column" if j < 0 else f"column {header[j]!r}"
@@ -650,11 +681,14 @@ def _ansi_hint(raw: bytes, path: str) -> str:
     )
 
 
-def _csv_lines(raw: bytes, path: str) -> tuple[list, str]:
+def _csv_lines(raw: bytes, path: str, decimal: str = ".") -> tuple[list, str]:
     """The non-blank lines of a CSV file's bytes as ``(line number, fields)`` and their
-    delimiter (an Excel ``sep=`` line's, else sniffed). Raises ``UnicodeDecodeError`` and
-    ``csv.Error`` for ``_parse_table`` to word."""
+    delimiter (an Excel ``sep=`` line's, else sniffed; under ``decimal = ","`` a file of one
+    column: ``_one_column``). Raises ``UnicodeDecodeError`` and ``csv.Error`` for
+    ``_parse_table`` to word."""
     text, delimiter = csv_text(raw, path)
+    if decimal == "," and _one_column(text, delimiter):
+        delimiter = ";"  # held nowhere in the text: every line is one field
     lines = [
         (lineno, row)
         for lineno, row in enumerate(
@@ -666,6 +700,19 @@ def _csv_lines(raw: bytes, path: str) -> tuple[list, str]:
     return lines, delimiter
 
 
+def _one_column(text: str, delimiter: str) -> bool:
+    """Whether a file read with ``decimal = ","`` is one column of decimal commas: the commas
+    were sniffed as its delimiter, yet its first non-blank line (a header of one name)
+    holds no comma, semicolon or tab, nor does any line a semicolon or a tab. A spreadsheet
+    saves one column with no separator at all ("t", "20,5", "21,5"): it was refused as "its
+    fields are separated by commas" (helper B's user day, 2026-12-07). Without a header the
+    file stays refused (``20,5`` may be two integer fields)."""
+    if delimiter != "," or ";" in text or "\t" in text:
+        return False
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    return "," not in first
+
+
 # under decimal = ",": a number with a decimal comma, read with a point ("3,14", "-0,5",
 # ",5", "1,5e3"), and a number with a decimal point, which is not one there ("1.234" is
 # 1234 in a German export: digit grouping, never read as 1.234)
@@ -673,6 +720,14 @@ _COMMA_NUMBER = re.compile(r"[+-]?(\d+,\d*|,\d+)([eE][+-]?\d+)?")
 # ... and with points grouping its digits before a decimal comma ("1.234,5", Excel's
 # "#.##0,0"): unambiguous, read as 1234.5; without the comma ("1.234") it stays refused
 _GROUPED_COMMA_NUMBER = re.compile(r"[+-]?[1-9]\d{0,2}(\.\d{3})+,\d*([eE][+-]?\d+)?")
+# ... or with spaces, as a French locale writes them ("1 234,5": a space, a no-break space
+# U+00A0 or a narrow one U+202F, one kind in a number), read as 1234.5 (without the comma,
+# "1 234", it stays text). They were text, so a first value "1 234,5" had its column
+# skipped silently and a column index shifted (helper B's user day, 2026-12-07)
+_SPACES = "[ \u00a0\u202f]"
+_SPACE_GROUPED_COMMA_NUMBER = re.compile(
+    rf"[+-]?[1-9]\d{{0,2}}({_SPACES})\d{{3}}(\1\d{{3}})*,\d*([eE][+-]?\d+)?"
+)
 _POINT_NUMBER = re.compile(r"[+-]?(\d+\.\d*|\.\d+)([eE][+-]?\d+)?")
 DECIMALS = (".", ",")
 
@@ -704,7 +759,7 @@ def check_decimal(
         raise DecimalMarkError(
             f"must be '.' for {path}, got ',': its fields are separated by commas, so a comma "
             "cannot also be its decimal mark (a file of decimal commas separates its fields "
-            "by semicolons or tabs)",
+            "by semicolons or tabs; one column of decimal commas needs a header line)",
             field=field,
             limit="',' only for a file whose fields are separated by semicolons or tabs",
             value=value,
@@ -716,10 +771,10 @@ def _decimal_commas(lines: list, delimiter: str, path: str) -> list:
     """``lines`` (``_csv_lines``) with every number written with a decimal comma rewritten
     with a point, and every number written with a decimal point marked as not a number
     (its column is then text, or its cell a bad value named when a source reads it): the
-    reading of ``decimal = ","``; points grouping the digits before a decimal comma
-    (``1.234,5``) are dropped. Its fields must be separated by semicolons or tabs: in a
-    comma-separated file a decimal comma cannot be told from a field separator
-    (``check_decimal``)."""
+    reading of ``decimal = ","``; points or spaces grouping the digits before a decimal
+    comma (``1.234,5``, ``1 234,5``) are dropped. Its fields must be separated by
+    semicolons or tabs: in a comma-separated file a decimal comma cannot be told from a
+    field separator (``check_decimal``)."""
     check_decimal(",", field="source.decimal", delimiter=delimiter, path=path)
     marked = (
         " (a decimal point, but source.decimal is ',': digit grouping? it is read only "
@@ -734,6 +789,8 @@ def _decimal_commas(lines: list, delimiter: str, path: str) -> list:
                 cell = text.replace(",", ".")
             elif _GROUPED_COMMA_NUMBER.fullmatch(text):
                 cell = text.replace(".", "").replace(",", ".")
+            elif _SPACE_GROUPED_COMMA_NUMBER.fullmatch(text):
+                cell = re.sub(_SPACES, "", text).replace(",", ".")
             elif _POINT_NUMBER.fullmatch(text):
                 cell = text + marked
             cells.append(cell)
@@ -788,7 +845,8 @@ def broken_utf16_reason(error: UnicodeDecodeError) -> str | None:
 def decode_text(raw: bytes) -> str:
     """The text of a text file's bytes (unpacked: ``read_data_file``): UTF-16 when it starts
     with a UTF-16 byte-order mark (Excel's "Unicode Text" export, tab-separated; PowerShell's
-    ``>``), else UTF-8 (a UTF-8 BOM is skipped). The one decoder of the CSV sources and of
+    ``>``) or whose zero bytes say it is UTF-16 without one (``devices.graphs.bomless_utf16``),
+    else UTF-8 (a UTF-8 BOM is skipped). The one decoder of the CSV sources and of
     the Occupancy-format reader (``collector.gcdp.evaluation.load_occupancy``, ``bench gcdp
     --train-file``). Raises ``UnicodeDecodeError`` (its ``encoding`` says which was tried,
     offsets count from the file's first byte) for the caller to word."""
@@ -796,6 +854,11 @@ def decode_text(raw: bytes) -> str:
         # refused as "not UTF-8 text (byte 0xff on line 1)" before (helper P, 2026-12-06);
         # edge lists were read in UTF-16 already (devices.graphs)
         return raw.decode("utf-16")
+    # UTF-16 without a BOM (iconv -t UTF-16LE, some loggers), by its zero bytes as the edge
+    # lists recognise it: it was "line 4 has 1 fields, expected 2" (helper B's user day)
+    bomless = bomless_utf16(raw)
+    if bomless is not None:
+        return raw.decode(bomless)
     return raw.decode("utf-8-sig")  # (bytes first: the whole file's offsets)
 
 
@@ -917,11 +980,12 @@ def _whitespace_hint(first_row: list[str]) -> str:
 
 
 def _numeric_columns(
-    header: list[str], data: list, skip: int, path: str
+    header: list[str], data: list, skip: int, path: str, decimal: str = "."
 ) -> tuple[tuple[str, ...], list[int], dict]:
     """The kept (numeric) columns' names, their header indices and the dropped columns
-    (``_parse_table``). A column's first present value decides; a decimal comma, or no
-    numeric column at all, is refused."""
+    (``_parse_table``). A column's first present value decides; a decimal comma, a number
+    written with a mark of another script (``decimal``: the file's decimal mark, for the
+    hint), or no numeric column at all, is refused."""
     field = "source.path"
     first_row = data[0][1][skip : skip + len(header)]
     # a column's first value that is missing ("", "NA", ...: MISSING_TOKENS) does not make it
@@ -939,7 +1003,7 @@ def _numeric_columns(
             else _is_number(cell.strip())
         )
     ]
-    comma = _decimal_comma_column(header, first_row, keep, path, data[0][0])
+    comma = _decimal_comma_column(header, first_row, keep, path, data[0][0], decimal)
     if comma is not None:
         raise comma
     if not keep:
@@ -957,7 +1021,7 @@ def _numeric_columns(
             + (
                 " (the minus sign '\u2212' (U+2212) is not the hyphen-minus '-' numbers need)"
                 if any(cell.strip().startswith("\u2212") for cell in first_row)
-                else ""
+                else _first_foreign_mark_hint(first_row, decimal)
             )
             + _whitespace_hint(first_row),
             field=field,
@@ -972,6 +1036,12 @@ def _numeric_columns(
         if j not in keep  # a text column named like a numeric one too: _column_index refuses it
     }
     return names, keep, dropped
+
+
+def _first_foreign_mark_hint(cells: list[str], decimal: str) -> str:
+    """``foreign_mark_hint`` of the first of ``cells`` that has one, else ``""``: a file of
+    one column of "２０，５" under ``decimal = ","`` was "no numeric columns" with no hint."""
+    return next((hint for hint in (foreign_mark_hint(c, decimal) for c in cells) if hint), "")
 
 
 def _cell_matrix(cells: list[list[str]], data: list) -> tuple:
@@ -1051,30 +1121,49 @@ def inexact_integer_reason(cell: str) -> str | None:
 # names and the ASCII mark a number needs instead
 _FOREIGN_MARKS = {
     "\uff0e": ("the full-width full stop", "."),
+    "\uff0c": ("the full-width comma", ","),
     "\u066b": ("the Arabic decimal separator", "."),
     "\uff0d": ("the full-width hyphen-minus", "-"),
     "\u2212": ("the minus sign", "-"),
     "\uff0b": ("the full-width plus sign", "+"),
 }
 _ASCII_MARKS = str.maketrans({mark: ascii for mark, (_, ascii) in _FOREIGN_MARKS.items()})
+# the marks of other scripts that stand for a decimal mark: the hint names the file's own
+# (source.decimal) as the one to write instead
+_DECIMAL_LIKE_MARKS = ("\uff0e", "\uff0c", "\u066b")
 
 
-def foreign_mark_hint(cell: str) -> str:
+def foreign_mark_hint(cell: str, decimal: str = ".") -> str:
     """A hint for a cell that is a number written with a mark of another script (a locale's
-    export: full-width "２１．５", Arabic "٢١٫٥", a minus sign "−3"): digits of any script are
-    read, the decimal point and the signs must be ASCII.
+    export: full-width "２１．５" or "２１，５", Arabic "٢١٫٥", a minus sign "−3"): digits of any
+    script are read, the decimal mark and the signs must be ASCII. ``decimal`` is the file's
+    decimal mark (``source.decimal``): a decimal-like mark is named against it, and a number
+    that reads only with a decimal comma says so under ``"."``.
 
     Returns:
         ``" (the full-width full stop '．' (U+FF0E) is not '.' ...)"``, for the caller to put
         after the sentence naming the cell, or ``""`` when the cell is no such number."""
     text = cell.strip()
     marks = [mark for mark in _FOREIGN_MARKS if mark in text]
-    if not marks or not _is_number(text.translate(_ASCII_MARKS)):
+    if not marks:
         return ""
-    name, ascii = _FOREIGN_MARKS[marks[0]]
+    written = text.translate(_ASCII_MARKS)
+    point = _is_number(written)
+    comma = bool(_COMMA_NUMBER.fullmatch(written) or _GROUPED_COMMA_NUMBER.fullmatch(written))
+    if not (point or comma):
+        return ""
+    mark = marks[0]
+    name, ascii = _FOREIGN_MARKS[mark]
+    if mark in _DECIMAL_LIKE_MARKS:  # the mark that reads: a comma, else the file's own
+        ascii = "," if comma and not point else decimal if decimal in DECIMALS else ascii
+    setting = (
+        ' (a decimal comma also needs source.decimal = ",")'
+        if (ascii == "," and decimal != ",")
+        else ""
+    )
     return (
-        f" ({name} {marks[0]!r} (U+{ord(marks[0]):04X}) is not {ascii!r}: a number's decimal "
-        "point and sign are ASCII, while its digits may be of any script)"
+        f" ({name} {mark!r} (U+{ord(mark):04X}) is not {ascii!r}{setting}: a number's "
+        "decimal mark and sign are ASCII, while its digits may be of any script)"
     )
 
 
@@ -1136,14 +1225,13 @@ def read_data_file(path: str | os.PathLike) -> bytes:
 
 
 def _decompressed(path: str, raw: bytes) -> bytes:
-    """``raw`` unpacked when it is gzip, bzip2 or xz data (by its first bytes, as a [graph]
-    source's edge list: ``devices.compressed``): a ``.csv.gz`` was "not UTF-8 text (byte
-    0x8b on line 1)"."""
-    kind = compression(raw)
-    if kind is None:
+    """``raw`` unpacked when it is gzip, bzip2 or xz data, up to two layers (by its first
+    bytes, as a [graph] source's edge list: ``devices.compressed.unpack``): a ``.csv.gz``
+    was "not UTF-8 text (byte 0x8b on line 1)"."""
+    if compression(raw) is None:
         return raw
     try:
-        return decompress(raw, kind)
+        return unpack(raw)
     except BrokenCompressedData as exc:
         raise SourceError(f"cannot read {path}: {exc}", field="source.path") from None
 
@@ -1186,12 +1274,14 @@ _PARQUET = (
 )
 
 
-def binary_format(raw: bytes) -> str | None:
+def binary_format(raw: bytes, name: str = "FILE") -> str | None:
     """What a file's first bytes (unpacked: ``read_data_file``) say it is when it is a binary
     format that no reader of text tables reads: a Parquet, Excel 97-2003, HDF5, SQLite,
-    Arrow/Feather file, a PDF, or a zip that is not a NumPy ``.npz`` (an Excel workbook, an
-    OpenDocument spreadsheet, a zipped CSV). The one table of formats of the CSV sources
-    and of ``bench gcdp``'s Occupancy files (``collector.gcdp.evaluation.load_occupancy``).
+    Arrow/Feather file, a PDF, a zip that is not a NumPy ``.npz`` (an Excel workbook, an
+    OpenDocument spreadsheet, a zipped CSV), or an archive or compression no reader unpacks
+    (``devices.compressed.not_unpacked``: tar, 7z, zstd, LZ4, Unix compress, lzip; ``name``
+    is the file's name in its command). The one table of formats of the CSV sources and of
+    ``bench gcdp``'s Occupancy files (``collector.gcdp.evaluation.load_occupancy``).
 
     Returns:
         The format and how to convert it (``"an Apache Parquet file: write it as CSV ..."``),
@@ -1204,6 +1294,10 @@ def binary_format(raw: bytes) -> str | None:
             return kind
     if raw.startswith(b"PK"):
         return _zip_format(raw)
+    archive = not_unpacked(raw, name)
+    if archive is not None:  # a .tar.gz, a 7z, zstd ...: devices.compressed's table
+        what, command = archive
+        return f"{what}: {command} and give the data file's path"
     return None
 
 
@@ -1212,7 +1306,7 @@ def _refuse_binary_table(path: str, raw: bytes) -> None:
     how to convert it (``SourceError``, ``source.path``), rather than read as text and
     refused for what its bytes happen to be (a zip that is not an ``.npz`` ended ``ldpfleet
     run`` in a traceback: numpy handed its members back as bytes)."""
-    what = binary_format(raw)
+    what = binary_format(raw, os.path.basename(path))
     if what is None:
         return
     npz = " (a NumPy .npz holds only .npy members)" if raw.startswith(b"PK") else ""
@@ -1352,7 +1446,9 @@ def _gap_error(
     )
 
 
-def _broken_error(path: str, name: str, cell: str, lineno: int, field: str) -> SourceError:
+def _broken_error(
+    path: str, name: str, cell: str, lineno: int, field: str, decimal: str = "."
+) -> SourceError:
     inexact = inexact_integer_reason(cell)
     if inexact is not None:
         return SourceError(
@@ -1361,7 +1457,8 @@ def _broken_error(path: str, name: str, cell: str, lineno: int, field: str) -> S
         )
     return SourceError(
         f"non-numeric value {cell!r} in column {name!r} at line {lineno} of {path} "
-        f"(need finite numbers in every column a source reads){foreign_mark_hint(cell)}",
+        f"(need finite numbers in every column a source reads)"
+        f"{foreign_mark_hint(cell, decimal)}",
         field=field,
     )
 
@@ -1408,7 +1505,7 @@ def load_table(
     names, matrix, _, broken, gaps, _ = _table(path, header, decimal)
     if broken:
         k = min(broken, key=lambda j: (broken[j][1], j))
-        raise _broken_error(path, names[k], *broken[k], field="source.path")
+        raise _broken_error(path, names[k], *broken[k], field="source.path", decimal=decimal)
     if gaps:
         k = min(gaps, key=lambda j: (gaps[j][1], j))
         raise _gap_error(path, names[k], *gaps[k], field="source.path")
@@ -1582,7 +1679,8 @@ def _column_index(
             raise SourceError(
                 f"{column!r} of {spec.path} is not a numeric column: its first value "
                 f"{value!r} (line {lineno}) is not a number, and a column is read only if its "
-                f"first value is (numeric columns: {available}){foreign_mark_hint(value)}",
+                f"first value is (numeric columns: {available})"
+                f"{foreign_mark_hint(value, spec.decimal)}",
                 field=field,
             )
         if column not in names and spec.header is not True and all(n.isdigit() for n in names):
@@ -1631,7 +1729,9 @@ def _readable(spec: CsvSpec, names: list[str], index: int, field: str) -> int:
     """``index``, after checking that every value of that column is a finite number."""
     broken, gaps = _table(spec.path, spec.header, spec.decimal)[3:5]
     if index in broken:
-        raise _broken_error(spec.path, names[index], *broken[index], field=field)
+        raise _broken_error(
+            spec.path, names[index], *broken[index], field=field, decimal=spec.decimal
+        )
     if index in gaps and spec.missing == "refuse":
         raise _gap_error(spec.path, names[index], *gaps[index], field=field)
     return index
@@ -1643,7 +1743,9 @@ def _check_rows(spec: CsvSpec, names: list[str]) -> None:
     broken, gaps = _table(spec.path, spec.header, spec.decimal)[3:5]
     if broken:
         k = min(broken, key=lambda j: (broken[j][1], j))
-        raise _broken_error(spec.path, names[k], *broken[k], field="source.path")
+        raise _broken_error(
+            spec.path, names[k], *broken[k], field="source.path", decimal=spec.decimal
+        )
     if gaps and spec.missing == "refuse":
         k = min(gaps, key=lambda j: (gaps[j][1], j))
         raise _gap_error(spec.path, names[k], *gaps[k], field="source.path", rows=True)

@@ -11,6 +11,8 @@ whole ε_θ noise, and the secure sum aborts before unmasking when fewer than ``
 dropout the run could not take:
 
 - more devices than ``n - m`` (the noise would no longer be whole);
+- a fraction so small that ``round(dropout x n)`` is no device: the run would show no
+  dropout while the scenario asks for one;
 - no θ search (a given θ, or the small-fleet rule): there is no secure sum to drop out of;
 - pipeline "paper": its exact θ search (Deviation rounds, several secure sums of exact
   bits) has no noise margin and its method ``ll`` negotiates through the relay;
@@ -120,9 +122,20 @@ def check_dropout(
         )
     parties = noise_parties(devices)
     leaving = dropout_count(fraction, devices)
+    if not leaving:
+        least = 0.5 / devices
+        raise ParameterError(
+            f"dropout = {fraction:g} of {devices} devices is round({fraction:g} x {devices}) "
+            f"= 0: no device drops out, so the run would show no dropout at all; give "
+            f"dropout > {least:.4g} (one device or more), or 0 for none",
+            field="dropout",
+            limit=f"round(dropout x {devices}) >= 1 (dropout > {least:.4g}), or 0",
+            value=fraction,
+        )
     if devices - leaving < parties:
         most = (devices - parties) / devices
         raise ParameterError(
+            f"dropout = {fraction:g}: "
             f"{leaving} of {devices} devices dropping out leaves {devices - leaving}, fewer "
             f"than the {parties} the θ search's noise is shared by (noise_parties(n) = "
             f"ceil(0.9 n)): the secure sum would abort; at most {devices - parties} may leave "

@@ -377,7 +377,8 @@ class CadrSection(_Section):
         float,
         Meta(ge=0, lt=1),
         _on_load(
-            'leaves at least noise_parties(n) = ceil(0.9 n) devices; needs pipeline "dp", '
+            "round(dropout x n) >= 1 device (else 0), and leaves at least noise_parties(n) = "
+            'ceil(0.9 n) devices; needs pipeline "dp", '
             'method "clip" (or "auto"), a θ search (theta "auto-dev" on a fleet the small-'
             "fleet rule does not exempt) and one collector partition"
         ),
