@@ -58,6 +58,8 @@ from ldpfleet.devices.sources import (
     _GROUPED_COMMA_NUMBER,
     _NUMPY_MAGIC,
     _POINT_NUMBER,
+    _SPACE_GROUPED_COMMA_NUMBER,
+    _SPACES,
     SourceError,
     binary_format,
     broken_utf16_reason,
@@ -238,6 +240,8 @@ def _with_point(cell: str) -> str | None:
         return text.replace(",", ".")
     if _GROUPED_COMMA_NUMBER.fullmatch(text):
         return text.replace(".", "").replace(",", ".")
+    if _SPACE_GROUPED_COMMA_NUMBER.fullmatch(text):  # "1 234,5", as a scenario's source reads it
+        return re.sub(_SPACES, "", text).replace(",", ".")
     if _POINT_NUMBER.fullmatch(text):
         return None
     return cell

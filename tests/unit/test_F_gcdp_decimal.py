@@ -164,7 +164,17 @@ def test_a_decimal_point_under_decimal_comma_is_refused_not_guessed(tmp_path, fi
 
 @pytest.mark.parametrize(
     ("cell", "value"),
-    [("1.050,0", 1050.0), ("-0,5", -0.5), (",5", 0.5), ("1,5e3", 1500.0), ("21", 21.0)],
+    [
+        ("1.050,0", 1050.0),
+        ("-0,5", -0.5),
+        (",5", 0.5),
+        ("1,5e3", 1500.0),
+        ("21", 21.0),
+        # French grouping, as a scenario's source reads it (space, no-break, narrow no-break)
+        ("1 050,0", 1050.0),
+        ("1\u00a0050,0", 1050.0),
+        ("1\u202f050,0", 1050.0),
+    ],
 )
 def test_decimal_comma_cells(tmp_path, cell, value):
     path = tmp_path / "one.csv"
