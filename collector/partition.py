@@ -11,8 +11,10 @@ closes, on a connection of its own) and ``serve_empty`` (a partition without dev
 ``coordinate_stream`` is the coordinator's stream stage: it decodes the status topic, feeds
 a ``StreamCoordinator`` on the loop's clock, drives its checks, awaits ``on_ready`` (the run
 announcement: the fleet may start) when the machine says every worker is ready, publishes
-its stage messages and hands its progress and abort to the callbacks. It returns the tally;
-the caller says ``run closed``.
+its stage messages and hands its progress and abort to the callbacks. With a
+``FleetStatusReader`` (``fleet``) it also subscribes the fleet shards' status topics
+(``protocol.fleet_done``) and hands each status to the machine, which closes the stage once
+every shard said its devices are done. It returns the tally; the caller says ``run closed``.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from collections.abc import Awaitable, Callable
 
 from ldpfleet.broker.pump import background, drive_timers, publish_outbound
 from ldpfleet.broker.transport import Connection, Transport
-from ldpfleet.protocol import codec
+from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.fleet_done import FleetStatusReader, fleet_done_filter
 from ldpfleet.protocol.partition import PartitionStatus, PartitionTally, status_topic
 from ldpfleet.protocol.partition_coordinator import (
     Progress,
@@ -115,6 +118,7 @@ async def coordinate_stream(
     fleet_timeout: float = 60.0,
     aborted: Callable[[str], None] | None = None,
     on_message: Callable[[object], Awaitable[None]] | None = None,
+    fleet: FleetStatusReader | None = None,
 ) -> PartitionTally:
     """The coordinator's stream stage (module docstring, ``StreamCoordinator``).
 
@@ -124,7 +128,8 @@ async def coordinate_stream(
     ``[gcdp]`` run's window means), in order: those of a worker before its ``closed``, so
     all of them before this returns; it raises ``RemoteProtocolError`` for a message it
     does not take. What is refused (undecodable, not taken, not a status of this run) is
-    counted in the tally's ``refused``.
+    counted in the tally's ``refused``. ``fleet`` reads the fleet shards' statuses (its
+    ``summary`` says what it heard and refused).
 
     Returns:
         the workers' tally once every worker closed and ``stream closed`` is published.
@@ -134,14 +139,17 @@ async def coordinate_stream(
     """
     loop = asyncio.get_running_loop()
     machine = StreamCoordinator(
-        run, partitions, workers_timeout=workers_timeout, fleet_timeout=fleet_timeout
-    )
+        run, partitions, workers_timeout=workers_timeout, fleet_timeout=fleet_timeout,
+        fleet=fleet,
+    )  # fmt: skip
     changed = asyncio.Event()  # the machine moved: the main task re-reads its phase
     wake = asyncio.Event()  # its deadline may have moved: the timer driver re-reads it
     lock = asyncio.Lock()  # one publisher at a time: the outbox goes out in order
     gone: list[str] = []
     async with transport.connect(f"{run}-collector-coordinator") as conn:
         await conn.subscribe(status_topic(run))
+        if fleet is not None:
+            await conn.subscribe(fleet_done_filter(run))
 
         async def moved() -> None:
             for event in machine.pop_events():
@@ -180,9 +188,15 @@ async def _listen(
     moved: Callable[[], Awaitable[None]],
 ) -> None:
     """Each message of the status topic to ``on_message`` (other than a
-    ``PartitionStatus``) or the machine; what is refused counted by the machine."""
+    ``PartitionStatus``) or the machine, each of a fleet shard's status topic to the
+    machine's ``fleet_done``; what is refused counted by the machine."""
     loop = asyncio.get_running_loop()
+    statuses = status_topic(machine.run)
     async for delivery in conn.messages():
+        if delivery.topic != statuses:
+            _fleet_done(machine, delivery, loop.time())
+            await moved()
+            continue
         try:
             message = codec.decode(delivery.payload)
             if on_message is not None and not isinstance(message, PartitionStatus):
@@ -194,6 +208,18 @@ async def _listen(
         with contextlib.suppress(RemoteProtocolError):  # counted by the machine
             machine.receive(message, loop.time())
         await moved()
+
+
+def _fleet_done(machine: StreamCoordinator, delivery, now: float) -> None:
+    """A delivery of a fleet shard's status topic to the machine (refused there when its
+    topic or payload does not parse: counted and noticed)."""
+    try:
+        topic = topics.parse(delivery.topic)
+        message = codec.decode(delivery.payload)
+    except RemoteProtocolError as error:
+        machine.refuse_fleet_done(delivery.topic[:300], error)
+        return
+    machine.fleet_done(topic, message, now)
 
 
 async def _until(changed: asyncio.Event, done: Callable[[], bool]) -> None:

@@ -12,25 +12,46 @@ while the shards, done, gave up waiting for the next stage. So each shard says i
 wire (DESIGN.md "Messages and topics"; the stream stage of paper Section 4 ends when no
 report can come any more):
 
-* a shard whose devices have all ended publishes ONE ``FleetDone`` (``fleet_done_status``)
+* a shard whose devices have all ended publishes ONE ``FleetDone`` (``fleet_done_statuses``)
   on ``ldp/{run}/dev/fleet-{i}-of-{k}/up/fleet_done`` (QoS 1, not retained): its shard
   ``i`` of ``k``, how many of its devices finished, and which are gone for good or stopped
   otherwise. The topic is an ``up`` topic whose device level is the shard's name, which the
   run's ACL lets the fleet's ``gateway`` identity publish and the collector read (its
   stream subscription ``dev/+/up/#`` already covers it); a device may publish only under its
   own id, so a device of the run named like a shard makes the status refused (below);
+* a shard with more gone or stopped devices than one message may list
+  (``MAX_LISTED_DEVICES`` of each) sends its status in ``J`` parts, part ``j`` of ``J``
+  listing the ``j``-th ``MAX_LISTED_DEVICES`` of each sorted list and repeating
+  ``finished``; the machine takes the shard as done once every part arrived. (Parts, not a
+  count plus a digest: the collector side then still names every gone device in its
+  results and still checks that each one is a device of the shard's slice, listed once —
+  a digest of lists it never sees would leave it nothing to check and nothing to report.
+  A part holds the one-message status's limits, so no payload grows past what a one-part
+  status may already be (at most 2 x 20,000 ids of 64 characters, ~2.7 MB); a
+  100,000,000-device slice needs 5,000 parts at most, ``MAX_FLEET_DONE_PARTS``);
 * the collector side's ``FleetStatus`` knows the run's device ids. It accepts a status
   only if its topic and payload agree (run, sender = the topic's name = ``fleet-i-of-k``,
   not a device of the run), ``k`` is the one every earlier status named, and its lists
   name devices of shard ``i``'s slice (device ``n`` is in shard ``n % k``:
-  ``devices.fleet.Fleet``), disjoint, with ``finished`` making up the rest of the slice.
+  ``devices.fleet.Fleet``), disjoint, with ``finished`` making up the rest of the slice
+  (for parts: every part names the same ``finished`` and ``J``, no device is listed in two
+  parts, the lists never outgrow the slice, and the last part to arrive makes them add up).
   Anything else raises ``RemoteProtocolError`` (the pump rejects it like any bad input:
   counted in ``rejections_by_reason``, published on ``svc/collector/reject``, traced). The
-  same shard's status again counts once (``duplicates``: QoS 1 redelivery, a restarted
-  shard);
+  same shard's status (part) again counts once (``duplicates``: QoS 1 redelivery, a
+  restarted shard);
 * when every shard ``0..k-1`` has said so, it emits ``FleetEnded`` once, with one
   sentence: the pump closes the stream stage as the one-process runner does (missing
   batches count as lost) and the run goes on to its next stage.
+
+Who reads the statuses: an unpartitioned collector side's ``CollectorService`` (its stream
+subscription carries them; its stream machine rejects the bad ones). With ``[collector]
+partitions = P > 1`` the coordinator does (``FleetStatusReader``, inside
+``protocol.partition_coordinator.StreamCoordinator``): the statuses name devices of every
+partition, the coordinator knows the whole fleet and already orders every worker's stage
+closed on ``ctl/stage``, so the workers need nothing new; a refused status is counted by
+reason, noticed on ``svc/collector/reject`` and recorded in the coordinator's trace, as the
+unpartitioned collector's refusals are.
 
 A lost, late or never-sent status (a shard killed before its devices ended) changes
 nothing: the stage closes on its own deadlines, as before. No I/O and no clock.
@@ -44,14 +65,24 @@ from dataclasses import dataclass
 
 from ldpfleet.protocol import topics
 from ldpfleet.protocol.errors import ParameterError, RemoteProtocolError
-from ldpfleet.protocol.events import Event, Machine, Outbound
-from ldpfleet.protocol.messages import MAX_FLEET_SHARDS, MAX_LISTED_DEVICES, FleetDone, Message
+from ldpfleet.protocol.events import Event, Machine, Outbound, PeerFacingMachine
+from ldpfleet.protocol.messages import (
+    MAX_FLEET_DONE_PARTS,
+    MAX_FLEET_SHARDS,
+    MAX_LISTED_DEVICES,
+    FleetDone,
+    Message,
+)
 
 __all__ = [
     "FLEET_DONE_KIND",
     "FleetEnded",
     "FleetStatus",
+    "FleetStatusReader",
+    "ShardDone",
+    "fleet_done_filter",
     "fleet_done_status",
+    "fleet_done_statuses",
     "shard_name",
 ]
 
@@ -81,22 +112,31 @@ def shard_name(shard: int, shards: int) -> str:
     return f"fleet-{shard}-of-{shards}"
 
 
-def fleet_done_status(
+def fleet_done_filter(run: str) -> str:
+    """Every shard's status topic of ``run`` (a partitioned run's coordinator subscribes it:
+    the statuses keep the unpartitioned ``dev/`` layout)."""
+    return topics.up(run, "+", FLEET_DONE_KIND)
+
+
+def fleet_done_statuses(
     run: str,
     shard: tuple[int, int],
     finished: int,
     gone: Iterable[str],
     stopped: Iterable[str],
-) -> Outbound | None:
-    """Shard ``shard`` = ``(i, k)``'s status once every device of its slice has ended.
+    *,
+    limit: int = MAX_LISTED_DEVICES,
+) -> list[Outbound]:
+    """Shard ``shard`` = ``(i, k)``'s status once every device of its slice has ended, in
+    as many parts as its lists need (module docstring): part ``j`` lists the ``j``-th
+    ``limit`` ids of each sorted list. One part when both lists fit.
 
     Returns:
-        The ``FleetDone`` to publish on its ``up/fleet_done`` topic, or None when more than
-        ``MAX_LISTED_DEVICES`` devices are gone or stopped (the status cannot list them: the
-        collector's stage then closes on its deadlines, as without a status).
+        The ``FleetDone`` parts to publish on its ``up/fleet_done`` topic, in part order.
 
     Raises:
-        ParameterError: a bad run id, shard or ``finished`` count."""
+        ParameterError: a bad run id, shard, ``finished`` count or ``limit`` (1 ..
+            ``MAX_LISTED_DEVICES``), or more parts than ``MAX_FLEET_DONE_PARTS``."""
     index, count = shard
     sender = shard_name(index, count)
     topics.check_ident(run, "run")
@@ -107,19 +147,70 @@ def fleet_done_status(
             limit="an integer >= 0",
             value=finished,
         )
+    if not (isinstance(limit, int) and 1 <= limit <= MAX_LISTED_DEVICES):
+        raise ParameterError(
+            f"must be an integer in 1 .. {MAX_LISTED_DEVICES}, got {limit!r}",
+            field="limit",
+            limit=f"1 .. {MAX_LISTED_DEVICES}",
+            value=limit,
+        )
     gone, stopped = sorted(gone), sorted(stopped)
-    if max(len(gone), len(stopped)) > MAX_LISTED_DEVICES:
-        return None
-    message = FleetDone(
-        run=run,
-        sender=sender,
-        shard=index,
-        shards=count,
-        finished=finished,
-        gone=gone,
-        stopped=stopped,
-    )
-    return Outbound(topics.up(run, sender, FLEET_DONE_KIND), message)
+    parts = max(1, -(-len(gone) // limit), -(-len(stopped) // limit))
+    if parts > MAX_FLEET_DONE_PARTS:
+        raise ParameterError(
+            f"{len(gone)} gone and {len(stopped)} stopped devices need {parts} parts of "
+            f"{limit}; a status has at most {MAX_FLEET_DONE_PARTS}",
+            field="limit",
+            limit=f"at most {MAX_FLEET_DONE_PARTS} parts",
+            value=limit,
+        )
+    topic = topics.up(run, sender, FLEET_DONE_KIND)
+    return [
+        Outbound(
+            topic,
+            FleetDone(
+                run=run,
+                sender=sender,
+                shard=index,
+                shards=count,
+                finished=finished,
+                gone=gone[j * limit : (j + 1) * limit],
+                stopped=stopped[j * limit : (j + 1) * limit],
+                part=j,
+                parts=parts,
+            ),
+        )
+        for j in range(parts)
+    ]
+
+
+def fleet_done_status(
+    run: str,
+    shard: tuple[int, int],
+    finished: int,
+    gone: Iterable[str],
+    stopped: Iterable[str],
+) -> Outbound | None:
+    """Shard ``shard``'s status as ONE message (``fleet_done_statuses`` with one part).
+
+    Returns:
+        The ``FleetDone``, or None when more than ``MAX_LISTED_DEVICES`` devices are gone
+        or stopped (it needs parts: ``fleet_done_statuses``).
+
+    Raises:
+        ParameterError: a bad run id, shard or ``finished`` count."""
+    statuses = fleet_done_statuses(run, shard, finished, gone, stopped)
+    return statuses[0] if len(statuses) == 1 else None
+
+
+@dataclass(frozen=True, slots=True)
+class ShardDone:
+    """What one shard said once every part of its status arrived: sorted device ids."""
+
+    finished: int
+    gone: tuple[str, ...]
+    stopped: tuple[str, ...]
+    parts: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +223,16 @@ class FleetEnded(Event):
     gone: tuple[str, ...]
     stopped: tuple[str, ...]
     sentence: str
+
+
+@dataclass
+class _Partial:
+    """A shard's status while some of its parts are missing."""
+
+    finished: int
+    parts: int
+    heard: dict[int, FleetDone]
+    listed: set[str]
 
 
 class FleetStatus(Machine):
@@ -149,30 +250,59 @@ class FleetStatus(Machine):
                 limit="at least one device",
                 value=self.devices,
             )
-        self._known = frozenset(self.devices)
+        self._index = {d: n for n, d in enumerate(self.devices)}  # device -> fleet position
         self.shards: int | None = None  # k, from the first accepted status
-        self.heard: dict[int, FleetDone] = {}
+        self.heard: dict[int, ShardDone] = {}  # shards whose every part arrived
+        self._partial: dict[int, _Partial] = {}  # shards with parts still missing
         self.duplicates = 0
         self.ended: FleetEnded | None = None
 
     def receive(self, topic: topics.Topic, message: Message, now: float) -> None:
-        """One message from a shard's ``up/fleet_done``.
+        """One message from a shard's ``up/fleet_done`` (a whole status or one part).
 
         Raises:
             RemoteProtocolError: not a valid status (``field`` names what is wrong); the
                 machine's state is unchanged."""
         status = self._checked(topic, message)
-        if status.shard in self.heard:
+        shard = status.shard
+        partial = self._partial.get(shard)
+        if shard in self.heard or (partial is not None and status.part in partial.heard):
             self.duplicates += 1
             return
+        listed = [*status.gone, *status.stopped]
+        if partial is not None:
+            self._check_against_parts(status, partial, listed)
+        size = self._slice_size(status)
+        so_far = len(listed) + (len(partial.listed) if partial is not None else 0)
+        last = (len(partial.heard) if partial is not None else 0) + 1 == status.parts
+        if status.finished + so_far > size or (last and status.finished + so_far != size):
+            raise RemoteProtocolError(
+                f"{status.finished} finished + {so_far} listed is not the {size} devices of "
+                f"fleet shard {shard} of {status.shards}",
+                field="finished",
+            )
         self.shards = status.shards
-        self.heard[status.shard] = status
+        if partial is None:
+            partial = _Partial(status.finished, status.parts, {}, set())
+        partial.heard[status.part] = status
+        partial.listed.update(listed)
+        if not last:
+            self._partial[shard] = partial
+            return
+        self._partial.pop(shard, None)
+        parts = [partial.heard[j] for j in range(status.parts)]
+        self.heard[shard] = ShardDone(
+            status.finished,
+            tuple(sorted(d for p in parts for d in p.gone)),
+            tuple(sorted(d for p in parts for d in p.stopped)),
+            status.parts,
+        )
         if len(self.heard) == status.shards and self.ended is None:
             self.ended = self._ended(status.shards)
             self._emit(self.ended)
 
     def _checked(self, topic: topics.Topic, message: Message) -> FleetDone:
-        """``message`` as a valid status, or ``RemoteProtocolError``."""
+        """``message`` as a valid status (part) on its own, or ``RemoteProtocolError``."""
         if topic.family != "up" or topic.kind != FLEET_DONE_KIND:
             raise RemoteProtocolError(f"{topic.text[:120]!r} is no status topic", field="topic")
         if not isinstance(message, FleetDone):
@@ -185,7 +315,7 @@ class FleetStatus(Machine):
         if (
             message.sender != topic.sender
             or name is None
-            or topic.sender in self._known
+            or topic.sender in self._index
             or topic.partition is not None
             or (int(name.group(1)), int(name.group(2))) != (message.shard, message.shards)
         ):
@@ -201,28 +331,53 @@ class FleetStatus(Machine):
                 f"statuses said {self.shards}",
                 field="shards",
             )
+        self._check_agreement(message)
         self._check_slice(message)
         return message
 
-    def _check_slice(self, message: FleetDone) -> None:
-        """The lists name devices of the shard's slice, once each, and ``finished`` is the
-        rest of it."""
-        mine = set(self.devices[message.shard :: message.shards])
-        listed = [*message.gone, *message.stopped]
-        strangers = [d for d in listed if d not in mine]
-        if strangers:
+    def _check_agreement(self, message: FleetDone) -> None:
+        """A part names the ``finished`` and part count its shard's other parts named."""
+        said = self.heard.get(message.shard) or self._partial.get(message.shard)
+        if said is None:
+            return
+        if message.parts != said.parts:
             raise RemoteProtocolError(
-                f"{strangers[0]!r} is not a device of fleet shard {message.shard} of "
-                f"{message.shards} in run {self.run}",
-                field="gone" if strangers[0] in message.gone else "stopped",
+                f"shard {message.shard}'s status comes in {message.parts} parts; its earlier "
+                f"parts said {said.parts}",
+                field="parts",
             )
+        if message.finished != said.finished:
+            raise RemoteProtocolError(
+                f"shard {message.shard} says {message.finished} finished; its earlier parts "
+                f"said {said.finished}",
+                field="finished",
+            )
+
+    def _slice_size(self, message: FleetDone) -> int:
+        """How many devices fleet shard ``message.shard`` of ``message.shards`` runs."""
+        return len(range(message.shard, len(self.devices), message.shards))
+
+    def _check_slice(self, message: FleetDone) -> None:
+        """The lists name devices of the shard's slice, once each."""
+        listed = [*message.gone, *message.stopped]
+        for device in listed:
+            n = self._index.get(device)
+            if n is None or n % message.shards != message.shard:
+                raise RemoteProtocolError(
+                    f"{device!r} is not a device of fleet shard {message.shard} of "
+                    f"{message.shards} in run {self.run}",
+                    field="gone" if device in message.gone else "stopped",
+                )
         if len(set(listed)) != len(listed):
             raise RemoteProtocolError("a device is listed twice", field="stopped")
-        if message.finished + len(listed) != len(mine):
+
+    def _check_against_parts(self, status: FleetDone, partial: _Partial, listed) -> None:
+        """A new part lists no device an earlier part of its shard listed."""
+        again = next((d for d in listed if d in partial.listed), None)
+        if again is not None:
             raise RemoteProtocolError(
-                f"{message.finished} finished + {len(listed)} listed is not the "
-                f"{len(mine)} devices of fleet shard {message.shard} of {message.shards}",
-                field="finished",
+                f"{again!r} is listed in two parts of fleet shard {status.shard}'s status",
+                field="stopped",
             )
 
     def _ended(self, shards: int) -> FleetEnded:
@@ -239,7 +394,8 @@ class FleetStatus(Machine):
 
     def summary(self) -> dict:
         """Returns which shards said done (``said_done``: shard index -> bool, None before
-        any status), the devices they named and the duplicates (results.json)."""
+        any status; a shard with parts missing has not), the devices they named, the
+        duplicates and the parts still missing by shard (results.json)."""
         k = self.shards
         return {
             "shards": k,
@@ -248,4 +404,34 @@ class FleetStatus(Machine):
             "gone": sorted(d for s in self.heard.values() for d in s.gone),
             "stopped": sorted(d for s in self.heard.values() for d in s.stopped),
             "duplicates": self.duplicates,
+            "parts_missing": {i: p.parts - len(p.heard) for i, p in sorted(self._partial.items())},
+        }
+
+
+class FleetStatusReader(PeerFacingMachine):
+    """``FleetStatus`` for a reader without a stream machine of its own to refuse with (a
+    partitioned run's coordinator): a refused status is counted by field and reason,
+    noticed on ``svc/collector/reject`` (``Reject``) and emitted as ``Rejected``;
+    ``FleetEnded`` is emitted once, as ``FleetStatus`` emits it."""
+
+    def __init__(self, run: str, devices: Sequence[str]) -> None:
+        super().__init__(run)
+        self.status = FleetStatus(run, devices)
+
+    def _receive(self, topic: topics.Topic, message: Message, now: float) -> None:
+        self.status.receive(topic, message, now)
+        for event in self.status.pop_events():
+            self._emit(event)
+
+    @property
+    def ended(self) -> FleetEnded | None:
+        """The fleet's end, once every shard said so."""
+        return self.status.ended
+
+    def summary(self) -> dict:
+        """``FleetStatus.summary`` with the refusals (``refused``, ``refused_by_reason``)."""
+        return {
+            **self.status.summary(),
+            "refused": self.rejected,
+            "refused_by_reason": dict(sorted(self.rejections_by_reason.items())),
         }

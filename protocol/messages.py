@@ -182,6 +182,8 @@ class Withdraw(Message, tag="withdraw", kw_only=True):
 MAX_FLEET_SHARDS = 4096  # fleet shards of one run a status may name
 MAX_LISTED_DEVICES = 20_000  # device ids one FleetDone lists (2 MiB payload at 64 chars)
 MAX_DEVICES = 100_000_000  # a shard's finished count
+# the parts one shard's status may come in (MAX_DEVICES listed, MAX_LISTED_DEVICES a part)
+MAX_FLEET_DONE_PARTS = -(-MAX_DEVICES // MAX_LISTED_DEVICES)  # 5,000
 
 
 class FleetDone(Message, tag="fleet_done", kw_only=True):
@@ -190,17 +192,27 @@ class FleetDone(Message, tag="fleet_done", kw_only=True):
     every device of my slice (devices ``i`` with ``i % shards == shard``) has ended, so
     nothing more will come from them. ``finished`` devices delivered everything; ``gone``
     crashed for good (``[faults] never_return``); ``stopped`` ended otherwise (failed, gave
-    up, unfinished). ``finished + len(gone) + len(stopped)`` is the slice's size."""
+    up, unfinished). ``finished + len(gone) + len(stopped)`` is the slice's size.
+
+    A shard with more than ``MAX_LISTED_DEVICES`` gone or stopped devices says it in
+    ``parts`` messages (``part`` 0 .. parts-1, ``protocol.fleet_done.fleet_done_statuses``):
+    each repeats ``finished`` and lists its share of ``gone`` and ``stopped``; the lists of
+    all parts together make the slice's rest. A one-part status (the default) is the whole
+    status; a payload without ``part`` and ``parts`` is one."""
 
     shard: Annotated[int, Meta(ge=0, lt=MAX_FLEET_SHARDS)]
     shards: Annotated[int, Meta(ge=1, le=MAX_FLEET_SHARDS)]
     finished: Annotated[int, Meta(ge=0, le=MAX_DEVICES)]
     gone: Annotated[list[Ident], Meta(max_length=MAX_LISTED_DEVICES)] = []
     stopped: Annotated[list[Ident], Meta(max_length=MAX_LISTED_DEVICES)] = []
+    part: Annotated[int, Meta(ge=0, lt=MAX_FLEET_DONE_PARTS)] = 0
+    parts: Annotated[int, Meta(ge=1, le=MAX_FLEET_DONE_PARTS)] = 1
 
     def __post_init__(self) -> None:
         if not self.shard < self.shards:
             raise ValueError(f"field `shard` must be < shards ({self.shards}), got {self.shard}")
+        if not self.part < self.parts:
+            raise ValueError(f"field `part` must be < parts ({self.parts}), got {self.part}")
 
 
 ReleaseValue = Annotated[float, Meta(ge=-1e12, le=1e12)]

@@ -16,10 +16,24 @@ outbox. ``StreamCoordinator`` decides, on an injected clock:
   ``stream open`` again at the next check; each check emits ``Progress`` (the summed counts);
   a check more than ``fleet_timeout`` seconds after the opening that finds no device joined
   closes the stage (``StageAborted`` with the sentence, then ``stream closed`` with it);
+* with a ``FleetStatusReader`` (``fleet``: a split run's fleet shards say when their
+  devices are done, ``protocol.fleet_done``) the statuses on the shards' topics go to
+  ``fleet_done``; once every shard said so (``FleetEnded``, emitted for the pump) and a
+  device did not finish (gone for good or stopped otherwise) the open stage closes:
+  ``stream closed`` with the reader's sentence, which every worker takes as its close
+  order (``partition_control.link_order``) and closes its stage with, missing batches
+  counting as lost, as an unpartitioned collector side does on the same statuses. A fleet
+  whose every device finished needs no order: a finished device's reports are all
+  persisted and acknowledged, so every worker's stage completes on its own and the tally
+  closes the stage with its reason, whichever of the shards' and the workers' statuses
+  arrives first (an order there would only change the stage's closing words, at the
+  mercy of that race). The fleet ending before ``open`` (the shards ran while the run was
+  being announced) closes the stage as soon as it opens. A refused status is the reader's
+  rejection (counted, noticed on ``svc/collector/reject``: this machine's outbox);
 * the status that makes every partition closed runs one last check, then (unless a check
-  closed it already) ``stream closed`` with the tally's reason, and the coordinator is
-  ``done``. Every worker closed before the opening: ``open`` says ``open`` then at once
-  ``closed``.
+  or the fleet's end closed it already) ``stream closed`` with the tally's reason, and the
+  coordinator is ``done``. Every worker closed before the opening: ``open`` says ``open``
+  then at once ``closed``.
 
 What is refused is counted in the tally's ``refused`` (``receive`` raises the typed error;
 ``refuse`` counts a payload that did not decode or that another receiver did not take).
@@ -31,7 +45,8 @@ from dataclasses import dataclass
 
 from ldpfleet.protocol import topics
 from ldpfleet.protocol.events import Event, Machine
-from ldpfleet.protocol.messages import Stage
+from ldpfleet.protocol.fleet_done import FleetEnded, FleetStatusReader
+from ldpfleet.protocol.messages import Message, Stage
 from ldpfleet.protocol.partition import PartitionStatus, PartitionTally
 from ldpfleet.protocol.stream import STAGE
 
@@ -90,6 +105,7 @@ class StreamCoordinator(Machine):
         workers_timeout: float = 60.0,
         fleet_timeout: float = 60.0,
         check_every: float = CHECK_EVERY,
+        fleet: FleetStatusReader | None = None,
     ) -> None:
         super().__init__()
         self.run, self.partitions = run, partitions
@@ -100,7 +116,9 @@ class StreamCoordinator(Machine):
         self.opened_at: float | None = None
         self._next: float | None = None
         self._reopen = False  # a (restarted) worker said ready after the opening
-        self._closing = False  # a check closed the stage (no fleet)
+        self._closing = False  # a check (no fleet) or the fleet's end closed the stage
+        self.fleet = fleet  # the fleet shards' statuses (None: nobody reads them)
+        self._fleet_ended: FleetEnded | None = None  # every shard said so
 
     @property
     def done(self) -> bool:
@@ -147,10 +165,47 @@ class StreamCoordinator(Machine):
         assert self.phase == READY, f"open in phase {self.phase}"
         self._stage("open")
         self.phase, self.opened_at = OPEN, now
+        if self._fleet_ended is not None:  # the fleet ended while the run was announced
+            self._close_for_fleet(self._fleet_ended)
         if self.tally.all_closed:
             self._finish()
         else:
             self._next = now + self.check_every
+
+    def fleet_done(self, topic: topics.Topic, message: Message, now: float) -> None:
+        """One decoded message of a fleet shard's status topic, to the reader (a refused
+        one is its rejection: counted, noticed); every shard said done: the open stage
+        closes (module docstring). Without a reader: nothing."""
+        if self.fleet is None:
+            return
+        self.fleet.receive(topic, message, now)
+        self._take_fleet()
+
+    def refuse_fleet_done(self, topic: str, error) -> None:
+        """A payload on a shard's status topic that did not decode: the reader's
+        rejection (counted, noticed). Without a reader: nothing."""
+        if self.fleet is None:
+            return
+        self.fleet.reject(topic, "fleet_done", error)
+        self._take_fleet()
+
+    def _take_fleet(self) -> None:
+        """The reader's notices into this outbox; its ``FleetEnded`` decides."""
+        assert self.fleet is not None
+        self._outbound.extend(self.fleet.pop_outbound())
+        for event in self.fleet.pop_events():
+            if not isinstance(event, FleetEnded):
+                continue  # Rejected: counted by the reader, its notice is out
+            self._emit(event)
+            if event.gone or event.stopped:  # else every stage completes on its own
+                self._fleet_ended = event
+                if self.phase == OPEN:
+                    self._close_for_fleet(event)
+
+    def _close_for_fleet(self, ended: FleetEnded) -> None:
+        if not self._closing:
+            self._closing = True
+            self._stage("closed", ended.sentence)
 
     def _check(self, now: float) -> None:
         if self._reopen:  # say it again for a worker that restarted

@@ -7,7 +7,11 @@ the run (the fleet shards start), opens and closes the stream stage and closes t
 secure-sum stage over every device (``scenarios.sides._collector_secure_sum``: the SecAgg
 messages keep the unpartitioned ``ldp/{run}/dev/`` topics, which the ACL grants devices and
 the collector account in any case, and the coordinator's trace records them) before it
-closes the run; its results.json holds the summed counters and the secure sum. With
+closes the run; its results.json holds the summed counters and the secure sum. The
+fleet shards' "my devices are done" statuses (``protocol.fleet_done``) are the
+coordinator's to read (``FleetStatusReader``, in its ``StreamCoordinator``): once every
+shard said so it closes the stream stage on every worker (results.json ``fleet_status``),
+so devices gone for good do not hold the stage until ``stage_timeout``. With
 ``[gcdp]`` it also holds the central release and its ledger, persisted before each release is
 published, and a coordinator stopped early (SIGTERM) writes it with ``aborted`` ``stopped``.
 ``partition_side`` is worker ``p`` of ``P``: the ``CollectorService`` of its devices
@@ -49,6 +53,7 @@ from ldpfleet.collector.npz_files import merge_npz
 from ldpfleet.collector.partition import PartitionLink, WorkersMissing, coordinate_stream
 from ldpfleet.protocol import topics
 from ldpfleet.protocol.errors import ParameterError, RemoteProtocolError
+from ldpfleet.protocol.fleet_done import FleetStatusReader, fleet_done_filter
 from ldpfleet.protocol.messages import Message
 from ldpfleet.protocol.partition import COUNTERS, GcdpWindowMeans
 from ldpfleet.protocol.rendezvous import scenario_digest
@@ -204,14 +209,15 @@ def _central_release(scenario: LoadedScenario, run: str, seed: int) -> GcdpStage
 
 
 def _coordinator_filters(scenario: LoadedScenario, run: str) -> tuple[str, ...]:
-    """The coordinator's recorder: the run's control plane (``ctl/``, ``rel/``, ``svc/``)
-    and, with ``[secure_sum]`` and ``trace = "all"``, the secure aggregation's device
-    messages, which keep the unpartitioned ``ldp/{run}/dev/`` layout (the coordinator
-    serves them all; the partitions' subtrees carry the streams only)."""
+    """The coordinator's recorder: the run's control plane (``ctl/``, ``rel/``, ``svc/``),
+    the fleet shards' statuses it reads (``protocol.fleet_done``) and, with
+    ``[secure_sum]`` and ``trace = "all"``, the secure aggregation's device messages, which
+    keep the unpartitioned ``ldp/{run}/dev/`` layout (the coordinator serves them all; the
+    partitions' subtrees carry the streams only)."""
     filters = control_filters(run)
     if scenario.spec.secure_sum is not None and scenario.spec.collector.trace != "control":
-        filters += (f"{topics.PREFIX}/{run}/dev/#",)
-    return filters
+        return (*filters, f"{topics.PREFIX}/{run}/dev/#")
+    return (*filters, fleet_done_filter(run))
 
 
 def _worker_filters(scenario: LoadedScenario, run: str, p: int) -> tuple[str, ...]:
@@ -259,6 +265,7 @@ class _Coordination:
     wall: float = 0.0  # perf_counter at the start
     broker: dict | None = None  # results.json ``broker``, once connected
     recorder: TraceRecorder | None = None
+    fleet: FleetStatusReader | None = None  # the fleet shards' "my devices are done"
 
 
 STOPPED = "the coordinator was stopped before the run closed"
@@ -299,6 +306,7 @@ async def coordinator_side(
     job = _Coordination(
         scenario, run, count, announcer, _central_release(scenario, run, seed), document,
         progress, fleet_timeout, workers_timeout, out, seed, wall,
+        fleet=FleetStatusReader(run, scenario.device_ids()),
     )  # fmt: skip
     if job.release is not None:  # persist each release (its charge) before publishing it
         job.release.before_publish = lambda _stage: _persist_release(job)
@@ -334,6 +342,8 @@ def _write_coordinator(job: _Coordination, tally, *, arrays: bool = True) -> dic
         "scenario": scenario_header(job.scenario, job.seed),
         "broker": job.broker,
         **_coordinator_outcome(tally, job.recorder),
+        # which shards said their devices are done (the merge's fleet.shards.said_done)
+        "fleet_status": job.fleet.summary() if job.fleet is not None else None,
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "seconds": time.perf_counter() - job.wall,
     }
@@ -392,6 +402,7 @@ async def _coordinate(job: _Coordination, transport, conn):
                 aborted={"reason": "no_fleet", "fleet_timeout": job.fleet_timeout, "detail": s}
             ),
             on_message=_means_receiver(job.release, conn),
+            fleet=job.fleet,
         )
         await _after_stream(job, transport, conn)
     except WorkersMissing as error:
@@ -552,6 +563,7 @@ def _merged_document(scenario: LoadedScenario, coordinator: dict, parts: list[di
     if coordinator.get("secure_sum_stage"):
         merged["stages"]["secure_sum"] = coordinator["secure_sum_stage"]
     merged["gcdp"] = coordinator.get("gcdp")  # the coordinator releases
+    merged["fleet_status"] = coordinator.get("fleet_status")  # the coordinator reads them
     merged["collector_ledger"] = coordinator.get("collector_ledger")
     if coordinator.get("gcdp_stage"):
         merged["stages"]["gcdp"] = coordinator["gcdp_stage"]

@@ -65,9 +65,9 @@ from ldpfleet.devices.sources import (
 )
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.errors import RemoteProtocolError
-from ldpfleet.protocol.fleet_done import FleetStatus, fleet_done_status
+from ldpfleet.protocol.fleet_done import FleetStatus, fleet_done_statuses
 from ldpfleet.protocol.liveness import CollectorSilent, SilenceWatch
-from ldpfleet.protocol.messages import Stage
+from ldpfleet.protocol.messages import MAX_LISTED_DEVICES, Stage
 from ldpfleet.protocol.rendezvous import RunTerms, scenario_digest
 from ldpfleet.protocol.secagg.client import SecAggClient
 from ldpfleet.protocol.secagg.server import DEFAULT_PATIENCE
@@ -641,23 +641,27 @@ def _fleet_done_counts(fleet: Fleet, outcomes: list[DeviceOutcome]) -> tuple[int
     return len(outcomes) - len(ended), lost, stopped
 
 
+# device ids one part of a shard's status lists at most (of each list; tests make it small)
+FLEET_DONE_PART_LIMIT = MAX_LISTED_DEVICES
+
+
 async def _say_fleet_done(job: _ShardRun, outcomes: list[DeviceOutcome]) -> None:
     """Tell the collector side that every device of this shard has ended
-    (``protocol.fleet_done``): once every shard said so, it closes the stream stage. A
-    partitioned collector side (P > 1) does not read it; a status that cannot be sent is
-    logged and the stage closes on its deadlines, as before."""
+    (``protocol.fleet_done``): once every shard said so, it closes the stream stage (a
+    partitioned run's coordinator orders every worker's closed). A status listing more
+    devices than one message holds goes in parts (``fleet_done_statuses``), all on one
+    connection; a status that cannot be sent is logged and the stage closes on its
+    deadlines, as before."""
     scenario = job.scenario
-    if scenario.spec.collector.partitions > 1:
-        return
     finished, gone, stopped = _fleet_done_counts(job.fleet, outcomes)
-    status = fleet_done_status(job.run, job.shard, finished, gone, stopped)
-    if status is None:
-        log.warning("fleet shard %s/%s: too many devices to list in its done status", *job.shard)
-        return
+    statuses = fleet_done_statuses(
+        job.run, job.shard, finished, gone, stopped, limit=FLEET_DONE_PART_LIMIT
+    )
     try:
         async with asyncio.timeout(scenario.spec.collector.finish_grace):
             async with job.transport.connect(fleet_client_id(job.run, job.shard, "done")) as conn:
-                await conn.publish(status.topic, codec.encode(status.message))
+                for status in statuses:
+                    await conn.publish(status.topic, codec.encode(status.message))
     except Exception as error:  # the collector's deadlines are the backstop
         log.warning("fleet shard %s/%s could not say it is done: %s", *job.shard, error)
 
