@@ -50,11 +50,11 @@ def calib_cells():
     return cells
 
 
-def decompose(graph, eps, seed, hindsight=5):
+def recorded_run(graph, eps, seed):
+    """The default release (clip, auto-dev, dp) of ``graph`` and what its scoring saw (the
+    true degrees, the released values, θ, ε_DSR, the search, the bound); also used by
+    scripts/E5_heldout_graphs.py."""
     import ldpfleet.collector.cadr_reference as cr
-    import ldpfleet.collector.degree_postprocess as dp
-    from ldpfleet.collector.bucket_denoise import noise_sd
-    from ldpfleet.protocol.dsr import dsr_release
 
     seen = {}
     original = cr._release_scores
@@ -69,6 +69,15 @@ def decompose(graph, eps, seed, hindsight=5):
         run = cr.private_run(graph, "clip", "auto-dev", eps, 0.1, seed, pipeline="dp")
     finally:
         cr._release_scores = original
+    return run, seen
+
+
+def decompose(graph, eps, seed, hindsight=5):
+    import ldpfleet.collector.degree_postprocess as dp
+    from ldpfleet.collector.bucket_denoise import noise_sd
+    from ldpfleet.protocol.dsr import dsr_release
+
+    run, seen = recorded_run(graph, eps, seed)
     d = np.asarray(seen["degrees"])
     y, t, e, s, bound = (seen[k] for k in ("released", "theta", "eps_dsr", "search", "bound"))
     n = d.size

@@ -233,23 +233,11 @@ def table(path, as_json=False):
 
 def decompose_run(graph, eps, seed, hindsight=5):
     """One run re-made and its excess over the median split (module docstring)."""
-    import ldpfleet.collector.cadr_reference as cr
     import ldpfleet.collector.degree_postprocess as dp
+    from A2_decompose import recorded_run  # scripts/ is on the path: run as a script
     from ldpfleet.protocol.dsr import dsr_release
 
-    seen = {}
-    original = cr._release_scores
-
-    def recording(degrees, released, theta, eps_dsr, search, bound, ratio=None):
-        seen.update(degrees=degrees, released=released, theta=theta, eps_dsr=eps_dsr,
-                    search=search, bound=bound, ratio=ratio)  # fmt: skip
-        return original(degrees, released, theta, eps_dsr, search, bound, ratio)
-
-    cr._release_scores = recording
-    try:
-        run_ = cr.private_run(graph, "clip", "auto-dev", eps, 0.1, seed, pipeline="dp")
-    finally:
-        cr._release_scores = original
+    run_, seen = recorded_run(graph, eps, seed)
     d = np.asarray(seen["degrees"])
     y, t, e, s, bound = (seen[k] for k in ("released", "theta", "eps_dsr", "search", "bound"))
     n = d.size
