@@ -63,7 +63,7 @@ async def run_fleet(
         ),
         timeout=30,
     )
-    await asyncio.wait_for(asyncio.gather(*tasks), timeout=10)
+    await asyncio.wait_for(asyncio.gather(*tasks), timeout=60)
     kept = [{int(d[1:]) for d in a.node.kept} for a in agents]
     return kept, result, agents
 
