@@ -106,6 +106,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Annotated, Literal
 
 import numpy as np
@@ -205,6 +206,19 @@ _KIND_TYPES: dict[str, type[Message]] = {
     "conf": LpeaConfirm,
 }
 _TYPE_KINDS = {message_type: kind for kind, message_type in _KIND_TYPES.items()}
+
+
+@lru_cache(maxsize=64)
+def _warner(eps: float) -> WarnerRR:
+    """``WarnerRR(eps)`` for a float budget, made once per budget and shared by the nodes
+    (a frozen object; its answers draw from each node's own generator). Refusals are not
+    cached: a bad budget is refused at every construction, as before."""
+    return WarnerRR(eps)
+
+
+def _tag(kind: str) -> str:
+    """The wire tag of an LPEA message kind (``lpea_request`` for ``req``): for refusals."""
+    return _KIND_TYPES[kind].__struct_config__.tag
 
 
 class LpeaRound(Message, tag="lpea_round", kw_only=True):
@@ -340,7 +354,7 @@ class LpeaNode(Machine):
             self.codes[neighbour] = float(code)
         self.theta = theta
         self.order = order
-        self.rr = WarnerRR(eps)
+        self.rr = _warner(eps) if type(eps) is float else WarnerRR(eps)
         self._rng = rng
         self.kept: set[str] = set()
         self.round: int | None = None
@@ -399,7 +413,10 @@ class LpeaNode(Machine):
         return items
 
     def _check_invariant(self) -> None:
-        kept, reserved = len(self.kept), self.reserved
+        proposed, crossed, kept_set = self._proposed, self._crossed, self.kept
+        kept, reserved = len(kept_set), len(proposed)
+        if kept + reserved <= self.theta and not proposed and not crossed:
+            return  # the common case: within theta (so kept <= theta), no bookkeeping to check
         if kept > self.theta or kept + reserved > self.theta:
             raise LocalProtocolError(
                 f"{self.device}: kept {kept} + reserved {reserved} exceeds theta={self.theta}"
@@ -477,7 +494,7 @@ class LpeaNode(Machine):
             raise
         if kind == "req":
             self._answered.add(j)
-            truth = len(self.kept) + self.reserved < self.theta
+            truth = len(self.kept) + len(self._proposed) < self.theta  # kept + reserved
             self._out(j, "ans", int(bool(self.rr.respond(truth, self._rng))))
         elif kind == "ans":
             self._awaiting.discard(j)
@@ -512,20 +529,24 @@ class LpeaNode(Machine):
             )
         if value not in (0, 1):
             raise RemoteProtocolError(f"{kind} value must be 0 or 1, got {value!r}", field="value")
-        name = _KIND_TYPES[kind].__struct_config__.tag
-        if kind == "req" and j in self._answered:
-            raise RemoteProtocolError(f"second {name} from {j} this round", field="type")
-        if kind == "ans" and j not in self._awaiting:
-            raise RemoteProtocolError(f"{name} from {j} without a pending request", field="type")
-        if kind == "est" and j in self._establish_from:
-            raise RemoteProtocolError(f"second {name} from {j} this round", field="type")
-        if kind == "conf":
-            if j not in self._proposed and j not in self._crossed:
-                raise RemoteProtocolError(f"{name} from {j} without a proposal", field="type")
-            if j in self._crossed and not value:
+        if kind == "req":
+            if j in self._answered:
+                raise RemoteProtocolError(f"second {_tag(kind)} from {j} this round", field="type")
+        elif kind == "ans":
+            if j not in self._awaiting:
+                raise RemoteProtocolError(
+                    f"{_tag(kind)} from {j} without a pending request", field="type"
+                )
+        elif kind == "est":
+            if j in self._establish_from:
+                raise RemoteProtocolError(f"second {_tag(kind)} from {j} this round", field="type")
+        elif j in self._crossed:  # "conf"
+            if not value:
                 raise RemoteProtocolError(
                     f"{j} refused a crossed proposal it accepted itself", field="accepted"
                 )
+        elif j not in self._proposed:
+            raise RemoteProtocolError(f"{_tag(kind)} from {j} without a proposal", field="type")
 
     # ---- protocol steps -------------------------------------------------------------------
 

@@ -13,6 +13,8 @@ from ldpfleet.protocol.errors import ParameterError
 
 def positive_real(value: object, field: str) -> float:
     """``value`` as a float if it is a finite real number > 0."""
+    if type(value) is float and 0.0 < value < math.inf:  # the common case, same result
+        return value
     limit = "a finite real number > 0"
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ParameterError(
@@ -28,6 +30,8 @@ def positive_real(value: object, field: str) -> float:
 
 def integer_at_least(value: object, field: str, minimum: int) -> int:
     """``value`` as an int if it is an integer (not a bool) >= ``minimum``."""
+    if type(value) is int and value >= minimum:  # the common case, same result
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
         raise ParameterError(
             f"must be an integer >= {minimum}, got {value!r}",
@@ -41,6 +45,8 @@ def integer_at_least(value: object, field: str, minimum: int) -> int:
 def integer_in(value: object, field: str, low: int, high: int) -> int:
     """``value`` as an int if it is an integer (not a bool) in ``[low, high]``; the refusal
     names ``field`` and the range (``high`` with thousands separators)."""
+    if type(value) is int and low <= value <= high:  # the common case, same result
+        return value
     if (
         isinstance(value, bool)
         or not isinstance(value, numbers.Integral)

@@ -64,7 +64,6 @@ with an ER background; ``v`` keeps ``w`` in D', so the graph stays connected).
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -206,19 +205,29 @@ def _lpea_round(
     added = 0
     touched: list[int] = list(range(len(nodes)))  # every node started the round
     while True:
-        by_dst: dict[int, list[tuple[str, str, int]]] = defaultdict(list)
+        by_dst: dict[int, list[tuple[str, str, int]]] = {}
         for i in touched:
             node = nodes[i]
             for event in node.pop_events():
                 if isinstance(event, RoundFinished):
                     added += event.added
+            items = node.pop_items()
+            if not items:
+                continue
             sender = ids[i]
-            for item in node.pop_items():
-                by_dst[index[item.peer]].append((sender, item.kind, item.value))
+            for item in items:
+                dst = index[item.peer]
+                inbox = by_dst.get(dst)
+                if inbox is None:
+                    by_dst[dst] = inbox = []
+                inbox.append((sender, item.kind, item.value))
         if by_dst:
             touched = sorted(by_dst)
             for dst in touched:
-                _deliver(nodes[dst], by_dst[dst], r, _rekey_for(rekey, dst, r, index))
+                if rekey is None:
+                    _deliver_plain(nodes[dst], by_dst[dst], r)
+                else:
+                    _deliver(nodes[dst], by_dst[dst], r, _rekey_for(rekey, dst, r, index))
             continue
         touched = [i for i, node in enumerate(nodes) if node._phase == "requesting"]
         if not touched:
@@ -238,6 +247,16 @@ def _rekey_for(rekey: Rekey, dst: int, r: int, index: dict[str, int]):
     if rekey is None:
         return None
     return lambda sender, kind: rekey(dst, r, -1 if kind == "ans" else index[sender], kind)
+
+
+def _deliver_plain(node, items: list[tuple[str, str, int]], r: int) -> None:
+    """``_deliver`` without ``before`` (the audit's runs): the same calls in the same order."""
+    receive = node.receive_item
+    for sender, kind, value in items:
+        try:
+            receive(sender, kind, value, r, 0.0)
+        except RemoteProtocolError:
+            continue  # refused: the sender is not in the recipient's list
 
 
 def _deliver(
