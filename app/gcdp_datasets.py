@@ -463,8 +463,11 @@ def _intel_file(path: Path, decimal: str = ".") -> np.ndarray:
     try:
         _, matrix = load_table(str(path), header=False, decimal=decimal)
         text = dropped_columns(str(path), header=False, decimal=decimal)
-    except DecimalMarkError:
-        raise  # names the file and the mark (field "decimal")
+    except DecimalMarkError as error:  # names the file and the mark; the field as this
+        # loader calls it ("decimal"), not a scenario's "source.decimal"
+        raise DecimalMarkError(
+            error.reason, field="decimal", limit=error.limit, value=error.value
+        ) from None
     except SourceError as error:  # missing, a folder, not text, a bad cell, ragged
         # a gap's advice is a scenario's [source] missing setting: not this loader's
         reason = error.reason.split(": set source.missing")[0]

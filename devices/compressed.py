@@ -65,12 +65,17 @@ def unpack(raw: bytes) -> bytes:
     first bytes: a ``.tar.gz``, a ``.csv.gz.gz``); unchanged when it is none of them.
 
     Raises:
-        BrokenCompressedData: a layer is cut short or corrupt."""
+        BrokenCompressedData: a layer is cut short or corrupt, or (``TooManyLayers``) the
+            data is still compressed after ``MAX_LAYERS`` layers (a ``.csv.gz.gz.gz`` was
+            read on as text and refused as "not UTF-8 text (byte 0x8b ...)")."""
     for _layer in range(MAX_LAYERS):
         kind = compression(raw)
         if kind is None:
             break
         raw = decompress(raw, kind)
+    kind = compression(raw)
+    if kind is not None:
+        raise TooManyLayers(kind)
     return raw
 
 
@@ -81,6 +86,19 @@ class BrokenCompressedData(ValueError):
         super().__init__(f"broken {kind} data ({reason})")
         self.kind = kind
         self.reason = reason
+
+
+class TooManyLayers(BrokenCompressedData):
+    """Data still ``kind`` compressed after ``MAX_LAYERS`` layers were unpacked."""
+
+    def __init__(self, kind: str) -> None:
+        ValueError.__init__(
+            self,
+            f"{kind} data still, after {MAX_LAYERS} layers unpacked (at most {MAX_LAYERS} "
+            "layers of compression are read: unpack the rest first)",
+        )
+        self.kind = kind
+        self.reason = f"more than {MAX_LAYERS} layers of compression"
 
 
 def compression(raw: bytes) -> str | None:

@@ -836,9 +836,12 @@ def broken_utf16_reason(error: UnicodeDecodeError) -> str | None:
     it was the UTF-8 reading that failed (the caller names the line)."""
     if not error.encoding.startswith("utf-16"):
         return None
+    if bytes(error.object[:2]) in (b"\xff\xfe", b"\xfe\xff"):
+        looks = "starts with a UTF-16 byte-order mark"
+    else:  # read as UTF-16 by its zero bytes (``devices.graphs.bomless_utf16``)
+        looks = "looks like UTF-16 text (zero bytes, no byte-order mark)"
     return (
-        f"starts with a UTF-16 byte-order mark but is not UTF-16 text ({error.reason} at "
-        f"byte {error.start}): save it as UTF-8"
+        f"{looks} but is not UTF-16 text ({error.reason} at byte {error.start}): save it as UTF-8"
     )
 
 

@@ -336,7 +336,9 @@ class FleetStatus(Machine):
         return message
 
     def _check_agreement(self, message: FleetDone) -> None:
-        """A part names the ``finished`` and part count its shard's other parts named."""
+        """A part names the ``finished`` and part count its shard's earlier parts or its
+        whole status named (a later status that disagrees with a shard heard in full is
+        refused, as a whole status that disagreed always was)."""
         said = self.heard.get(message.shard) or self._partial.get(message.shard)
         if said is None:
             return
@@ -377,7 +379,7 @@ class FleetStatus(Machine):
         if again is not None:
             raise RemoteProtocolError(
                 f"{again!r} is listed in two parts of fleet shard {status.shard}'s status",
-                field="stopped",
+                field="gone" if again in status.gone else "stopped",
             )
 
     def _ended(self, shards: int) -> FleetEnded:

@@ -654,10 +654,10 @@ async def _say_fleet_done(job: _ShardRun, outcomes: list[DeviceOutcome]) -> None
     deadlines, as before."""
     scenario = job.scenario
     finished, gone, stopped = _fleet_done_counts(job.fleet, outcomes)
-    statuses = fleet_done_statuses(
-        job.run, job.shard, finished, gone, stopped, limit=FLEET_DONE_PART_LIMIT
-    )
-    try:
+    try:  # more parts than a status may have (5,000) is logged too, not a failed shard
+        statuses = fleet_done_statuses(
+            job.run, job.shard, finished, gone, stopped, limit=FLEET_DONE_PART_LIMIT
+        )
         async with asyncio.timeout(scenario.spec.collector.finish_grace):
             async with job.transport.connect(fleet_client_id(job.run, job.shard, "done")) as conn:
                 for status in statuses:

@@ -279,6 +279,25 @@ def test_a_twice_gzipped_csv_reads_as_a_twice_gzipped_edge_list_does(tmp_path):
     assert sources.load_table(str(path), decimal=",")[1].tolist() == [[20.5, 1.0], [21.5, 2.0]]
 
 
+def test_a_third_layer_of_compression_is_named_not_read_as_text(tmp_path):
+    """Two layers are unpacked; a third was read on as text: "not UTF-8 text (byte 0x8b
+    on line 1)" for a CSV, a misleading sentence for an edge list."""
+    import gzip
+
+    thrice = gzip.compress(gzip.compress(gzip.compress(CSV_BYTES)))
+    path = tmp_path / "a.csv.gz.gz.gz"
+    path.write_bytes(thrice)
+    sources.clear_table_cache()
+    with pytest.raises(sources.SourceError) as caught:
+        sources.load_table(str(path), decimal=",")
+    assert "after 2 layers unpacked" in str(caught.value), str(caught.value)
+    edges = tmp_path / "edges.txt.gz.gz.gz"
+    edges.write_bytes(gzip.compress(gzip.compress(gzip.compress(b"0 1\n1 2\n"))))
+    with pytest.raises(ParameterError) as refused:
+        load_graph(str(edges))
+    assert refused.value.field == "graph" and "after 2 layers unpacked" in str(refused.value)
+
+
 @pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
 def test_a_csv_in_utf16_without_a_bom_reads_as_an_edge_list_does(tmp_path, encoding):
     """``iconv -t UTF-16LE`` writes no BOM: it was "line 4 of ... has 1 fields, expected 2"
@@ -300,3 +319,13 @@ def test_a_file_of_one_full_width_column_names_the_mark(tmp_path, decimal):
     with pytest.raises(sources.SourceError) as caught:
         sources.load_table(str(path), decimal=decimal)
     assert "no numeric columns" in str(caught.value) and "U+FF0C" in str(caught.value)
+
+
+def test_broken_utf16_without_a_bom_is_not_said_to_start_with_one():
+    from ldpfleet.devices.sources import broken_utf16_reason, decode_text
+
+    raw = "t,v\n1,2\n3,4\n".encode("utf-16-le") + b"\x41\xdc"  # a lone low surrogate
+    with pytest.raises(UnicodeDecodeError) as caught:
+        decode_text(raw)
+    reason = broken_utf16_reason(caught.value)
+    assert reason.startswith("looks like UTF-16 text (zero bytes, no byte-order mark)"), reason

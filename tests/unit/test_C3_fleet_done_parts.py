@@ -138,8 +138,9 @@ HOSTILE_PARTS = {
     "parts disagree": (_part(1, parts=2, gone=["d04"]), "parts"),
     # another finished count than part 0 said
     "finished disagrees": (_part(1, finished=2, gone=["d04"]), "finished"),
-    # a device part 0 listed already
-    "listed in two parts": (_part(1, gone=["d00"]), "stopped"),
+    # a device part 0 listed already (the field names the list that repeats it)
+    "listed in two parts": (_part(1, gone=["d00"]), "gone"),
+    "listed in two parts, as stopped": (_part(1, stopped=["d06"]), "stopped"),
     # a device of shard 1's slice
     "another slice's device": (_part(1, gone=["d01"]), "gone"),
     # more devices than the slice holds, before the last part

@@ -97,3 +97,14 @@ def test_a_bad_file_is_refused_naming_it(tmp_path, text, said):
     assert error.field == "data" and error.value == str(folder / "intelHumidityTest.csv")
     assert "intelHumidityTest.csv" in error.reason and said in error.reason, error.reason
     assert "source.missing" not in error.reason  # a scenario's setting: not the loader's
+
+
+@pytest.mark.parametrize("decimal", [",", ";"])
+def test_a_refused_decimal_mark_names_the_loaders_own_field(tmp_path, decimal):
+    """A decimal comma for comma-separated files (or a mark that is no decimal mark) is
+    refused under this loader's argument ``decimal``, not a scenario's ``source.decimal``."""
+    folder = _folder(tmp_path, lambda p, t: p.write_text(t))
+    with pytest.raises(ParameterError) as info:
+        load_intel(folder, decimal=decimal)
+    assert info.value.field == "decimal" and info.value.value == decimal, info.value
+    assert str(info.value).startswith("decimal: ")
