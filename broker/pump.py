@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from ldpfleet.broker.transport import Connection
 from ldpfleet.protocol import codec
+from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.events import Event, Machine, Outbound
+
+T = TypeVar("T")
 
 
 async def publish_outbound(conn: Connection, machine: Machine) -> int:
@@ -90,6 +95,13 @@ async def drive_timers(
     passed, inputs queued or not, so a buffer that never empties (a flood of messages that
     each cost the pump a round trip) cannot keep a wait open for ever (None: no bound).
     """
+    if max_hold is not None and not (math.isfinite(max_hold) and max_hold >= 0):
+        raise ParameterError(  # NaN or inf would hold a deadline for ever
+            f"must be None or a finite number >= 0, got {max_hold!r}",
+            field="max_hold",
+            limit="None or a finite number >= 0",
+            value=max_hold,
+        )
     loop = asyncio.get_running_loop()
     sockets_read = False  # since the deadline was found passed
     held_out: float | None = None  # a deadline held for ``max_hold`` already
@@ -189,11 +201,30 @@ async def answer_of(
     timers = drive_timers(
         machine, after_timer, inputs_queued=queued, inputs_drained=drained, max_hold=max_hold
     )
-    async with background(timers):
+    async with background(timers) as timer_task:
         while not (answers := machine.pop_events()):
             changed.clear()
-            await changed.wait()
+            await unless_failed(changed.wait(), timer_task)
     return answers[-1]
+
+
+async def unless_failed(waiting: Awaitable[T], *workers: asyncio.Future) -> T:
+    """Await ``waiting``, but raise at once the error of any of ``workers`` (a pump's
+    background tasks: its timers, its reader) that fails meanwhile: a wait whose timers
+    died (a machine's ``handle_timer`` raised) would otherwise hang until something else
+    ended it. A worker that ends without an error is no longer watched."""
+    waiter = asyncio.ensure_future(waiting)
+    watched = set(workers)
+    try:
+        while not waiter.done():
+            await asyncio.wait({waiter, *watched}, return_when=asyncio.FIRST_COMPLETED)
+            for worker in [w for w in watched if w.done()]:
+                watched.discard(worker)
+                if not worker.cancelled() and worker.exception() is not None:
+                    raise worker.exception()  # type: ignore[misc]
+    finally:
+        waiter.cancel()
+    return waiter.result()
 
 
 async def _sockets_read() -> None:

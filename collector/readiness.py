@@ -18,7 +18,7 @@ import contextvars
 from collections.abc import Callable, Sequence
 
 from ldpfleet.broker.fanin import fan_in
-from ldpfleet.broker.pump import InputHold, background, drive_timers
+from ldpfleet.broker.pump import InputHold, background, drive_timers, unless_failed
 from ldpfleet.broker.transport import Transport
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.errors import RemoteProtocolError
@@ -151,5 +151,5 @@ async def pump_until_decided(
             inputs_drained=hold.drained if hold is not None else None,
             max_hold=max_hold,
         )
-        async with background(timers):
-            return await decided
+        async with background(timers) as timer_task:
+            return await unless_failed(decided, timer_task)

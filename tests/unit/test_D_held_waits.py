@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from ldpfleet.broker.pump import InputHold, drive_timers
+from ldpfleet.broker.pump import InputHold, answer_of, drive_timers
 from ldpfleet.broker.transport import MemoryTransport
 from ldpfleet.collector.cadr_fleet import CadrFailed
 from ldpfleet.collector.cadr_partition import ReleaseGatherer, listen_to_workers
@@ -23,6 +23,7 @@ from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.cadr_collect import DsrIntake
 from ldpfleet.protocol.cadr_dsr_stage import DsrStage, ReleasesFailed, ReleasesGathered
 from ldpfleet.protocol.cadr_messages import DsrReport
+from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.partition import CadrReleases, PartitionStatus, status_topic
 
 from tests.virtual_time import VirtualTimeLoop
@@ -226,3 +227,41 @@ def test_the_failure_sentence_says_departed_devices_apart_from_missing_ones():
             "1 release(s) missing after 10 s: ['n2']; 2 departed (last will): ['n1', 'n3']"
         )
     ]
+
+
+class _FailingDeadline:
+    """A machine whose deadline handler raises (a bug in a machine): its wait must fail
+    with that error at the deadline, not hang until something else ends it."""
+
+    def next_timer(self) -> float | None:
+        return 1.0
+
+    def handle_timer(self, now: float) -> None:
+        raise KeyError("handle_timer bug")
+
+    def pop_events(self) -> list:
+        return []
+
+
+def test_a_failing_timer_fails_the_answer_at_once():
+    """``answer_of`` used to wait on ``changed`` only: the timer task's error was seen
+    only when an outer timeout cancelled the wait (here: 1 hour of virtual time)."""
+
+    async def session() -> float:
+        loop = asyncio.get_running_loop()
+        with pytest.raises(KeyError, match="handle_timer bug"):
+            async with asyncio.timeout(3600):
+                await answer_of(_FailingDeadline(), asyncio.Event(), lambda: None, None)
+        return loop.time()
+
+    assert VirtualTimeLoop.run(session()) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("max_hold", [float("nan"), float("inf"), -1.0])
+def test_a_max_hold_that_would_never_end_is_refused(max_hold):
+    async def session() -> None:
+        await drive_timers(_OneDeadline(), asyncio.sleep, max_hold=max_hold)
+
+    with pytest.raises(ParameterError) as refused:
+        VirtualTimeLoop.run(session())
+    assert refused.value.field == "max_hold" and refused.value.limit.startswith("None or")
