@@ -104,7 +104,7 @@ reports it and carries on; the node remains usable (``rejected`` counts them).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Annotated, Literal
@@ -209,11 +209,14 @@ _TYPE_KINDS = {message_type: kind for kind, message_type in _KIND_TYPES.items()}
 
 
 @lru_cache(maxsize=64)
-def _warner(eps: float) -> WarnerRR:
-    """``WarnerRR(eps)`` for a float budget, made once per budget and shared by the nodes
-    (a frozen object; its answers draw from each node's own generator). Refusals are not
-    cached: a bad budget is refused at every construction, as before."""
-    return WarnerRR(eps)
+def _warner(make: Callable[[float], WarnerRR], eps: float) -> WarnerRR:
+    """``make(eps)`` (the module's ``WarnerRR``) for a float budget, made once per budget and
+    shared by the nodes (a frozen object; its answers draw from each node's own generator).
+    Keyed by ``make`` too: an audit's planted bug replaces ``lpea.WarnerRR``
+    (``collector/audit/mutants.py``), and a cache keyed by the budget alone handed the
+    machines the real coin made earlier in the process (the mutant went uncaught).
+    Refusals are not cached: a bad budget is refused at every construction, as before."""
+    return make(eps)
 
 
 def _tag(kind: str) -> str:
@@ -354,7 +357,7 @@ class LpeaNode(Machine):
             self.codes[neighbour] = float(code)
         self.theta = theta
         self.order = order
-        self.rr = _warner(eps) if type(eps) is float else WarnerRR(eps)
+        self.rr = _warner(WarnerRR, eps) if type(eps) is float else WarnerRR(eps)
         self._rng = rng
         self.kept: set[str] = set()
         self.round: int | None = None
