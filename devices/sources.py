@@ -784,18 +784,28 @@ def _decimal_commas(lines: list, delimiter: str, path: str) -> list:
     for lineno, row in lines:
         cells = []
         for cell in row:
-            text = cell.strip()
-            if _COMMA_NUMBER.fullmatch(text):
-                cell = text.replace(",", ".")
-            elif _GROUPED_COMMA_NUMBER.fullmatch(text):
-                cell = text.replace(".", "").replace(",", ".")
-            elif _SPACE_GROUPED_COMMA_NUMBER.fullmatch(text):
-                cell = re.sub(_SPACES, "", text).replace(",", ".")
-            elif _POINT_NUMBER.fullmatch(text):
-                cell = text + marked
-            cells.append(cell)
+            read = decimal_comma_cell(cell)
+            cells.append(cell.strip() + marked if read is None else read)
         out.append((lineno, cells))
     return out
+
+
+def decimal_comma_cell(cell: str) -> str | None:
+    """A cell of a file of decimal commas as ``float`` reads it, the reading of
+    ``decimal = ","`` (a scenario's source and ``bench gcdp --decimal ,`` alike): "3,14" ->
+    "3.14", "1.050,0" and "1 050,0" -> "1050.0"; None for a number with a decimal point and
+    no comma ("1.234": 1.234, or 1234 grouped? refused, never guessed); any other cell
+    unchanged (an integer, a word, an empty cell: the caller decides)."""
+    text = cell.strip()
+    if _COMMA_NUMBER.fullmatch(text):
+        return text.replace(",", ".")
+    if _GROUPED_COMMA_NUMBER.fullmatch(text):
+        return text.replace(".", "").replace(",", ".")
+    if _SPACE_GROUPED_COMMA_NUMBER.fullmatch(text):
+        return re.sub(_SPACES, "", text).replace(",", ".")
+    if _POINT_NUMBER.fullmatch(text):
+        return None
+    return cell
 
 
 def _no_decimal_in_numpy(path: str, decimal: str) -> None:

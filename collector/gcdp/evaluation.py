@@ -53,18 +53,15 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from ldpfleet.devices.sources import (
-    _COMMA_NUMBER,
     _EXACT_INT,
-    _GROUPED_COMMA_NUMBER,
     _NUMPY_MAGIC,
     _POINT_NUMBER,
-    _SPACE_GROUPED_COMMA_NUMBER,
-    _SPACES,
     SourceError,
     binary_format,
     broken_utf16_reason,
     check_decimal,
     csv_text,
+    decimal_comma_cell,
     foreign_mark_hint,
     inexact_integer_reason,
     read_data_file,
@@ -229,22 +226,9 @@ def _is_number(text: str) -> bool:
 _DECIMAL_COMMA = re.compile(r"[+-]?\d*,\d+")
 
 
-def _with_point(cell: str) -> str | None:
-    """A cell of a file of decimal commas as ``float`` reads it, the reading of a
-    scenario's ``[source] decimal = ","`` (``devices.sources._decimal_commas``, the same
-    patterns): "3,14" -> "3.14", "1.050,0" -> "1050.0"; None for a number with a decimal
-    point and no comma ("1.234": 1.234, or 1234 grouped? refused, never guessed); any other
-    cell unchanged (an integer, a word, an empty cell: ``float`` or ``_bad_value`` decide)."""
-    text = cell.strip()
-    if _COMMA_NUMBER.fullmatch(text):
-        return text.replace(",", ".")
-    if _GROUPED_COMMA_NUMBER.fullmatch(text):
-        return text.replace(".", "").replace(",", ".")
-    if _SPACE_GROUPED_COMMA_NUMBER.fullmatch(text):  # "1 234,5", as a scenario's source reads it
-        return re.sub(_SPACES, "", text).replace(",", ".")
-    if _POINT_NUMBER.fullmatch(text):
-        return None
-    return cell
+# a cell of a file of decimal commas as ``float`` reads it: one reading with a scenario's
+# ``[source] decimal = ","`` ("3,14", "1.050,0", "1 050,0"; None for "1.234")
+_with_point = decimal_comma_cell
 
 
 def _bad_value(lineno: int, name: str, cell: str, decimal: str = ".") -> str:
