@@ -44,8 +44,25 @@ __all__ = ["ENV_VAR", "MUTANTS", "Mutant", "Patcher", "mutant_named", "planted",
 ENV_VAR = "LDPFLEET_MUTANT"
 
 
+def clear_speed_up_caches() -> None:
+    """Empty every module-level ``functools`` cache of ldpfleet's loaded modules.
+
+    The speed-up caches (a shared Warner coin per budget, sampler tables, ...) keep objects
+    built before a bug was planted: a planted bug that patches a method of a class the cache
+    is keyed by (``"rr eps off by 2x"`` patches ``WarnerRR.__post_init__``) would be served
+    the honest object, and an object built under the bug would outlive its undo (helper R's
+    review, 2026-12-07). The caches hold pure results, so emptying them changes no draw."""
+    for module_name, module in list(sys.modules.items()):
+        if module is None or not module_name.startswith("ldpfleet."):
+            continue
+        for value in list(vars(module).values()):
+            if callable(getattr(value, "cache_clear", None)) and hasattr(value, "cache_info"):
+                value.cache_clear()
+
+
 class Patcher:
-    """``setattr`` with undo (a tiny monkeypatch that needs no pytest)."""
+    """``setattr`` with undo (a tiny monkeypatch that needs no pytest); the speed-up
+    caches are emptied on both (``clear_speed_up_caches``)."""
 
     def __init__(self) -> None:
         self._undo: list[tuple[object, str, object]] = []
@@ -53,11 +70,13 @@ class Patcher:
     def setattr(self, target: object, name: str, value: object) -> None:
         self._undo.append((target, name, getattr(target, name)))
         setattr(target, name, value)
+        clear_speed_up_caches()
 
     def undo(self) -> None:
         while self._undo:
             target, name, value = self._undo.pop()
             setattr(target, name, value)
+        clear_speed_up_caches()
 
 
 @dataclass(frozen=True)
