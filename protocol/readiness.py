@@ -33,6 +33,7 @@ no dropout path before the plan). The machine does no I/O: the pump subscribes, 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -86,11 +87,13 @@ class ReadinessBarrier(Machine):
 
     def __init__(self, run: str, expected: Iterable[str], *, timeout: float) -> None:
         super().__init__()
-        if not timeout > 0:
+        # finite: a deadline that never comes also holds the pump's input hold forever
+        # (``broker.pump.drive_timers(max_hold=timeout)``; helper R's review, 2026-12-07)
+        if not (timeout > 0 and math.isfinite(timeout)):
             raise ParameterError(
-                f"must be > 0 seconds, got {timeout!r}",
+                f"must be a finite number of seconds > 0, got {timeout!r}",
                 field="timeout",
-                limit="> 0 seconds",
+                limit="a finite number of seconds > 0",
                 value=timeout,
             )
         self.run = topics.check_ident(run, "run")

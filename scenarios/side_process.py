@@ -31,6 +31,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import sys
 import time
 from pathlib import Path
@@ -52,6 +53,17 @@ def _say(document: dict) -> None:
     sys.stdout.flush()
 
 
+def _seconds(text: str) -> float:
+    """A timeout option: a finite number of seconds > 0 (as the ``ldpfleet`` options)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {text!r}")
+    return value
+
+
 def _arguments(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog=f"python -m {MODULE}")
     parser.add_argument("side", choices=("collector", "fleet", "coordinator", "partition"))
@@ -63,8 +75,8 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--out", "-o", type=Path, required=True, help="where to write")
     parser.add_argument("--seed", type=int, default=None, help="override the scenario's seed")
     parser.add_argument("--credentials", type=Path, default=None, help="credentials.json")
-    parser.add_argument("--fleet-timeout", type=float, default=60.0, help="collector: join")
-    parser.add_argument("--wait-timeout", type=float, default=60.0, help="fleet: rendezvous")
+    parser.add_argument("--fleet-timeout", type=_seconds, default=60.0, help="collector: join")
+    parser.add_argument("--wait-timeout", type=_seconds, default=60.0, help="fleet: rendezvous")
     parser.add_argument("--progress", action="store_true", help="collector: JSON progress lines")
     return parser.parse_args(argv)
 
