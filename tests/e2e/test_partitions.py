@@ -96,6 +96,21 @@ def trace_view(out: Path, run: str) -> tuple[set, dict]:
     return rows, final_ack
 
 
+def assert_same_rows(rows: set, reference: set, label: object) -> None:
+    """``rows == reference`` with a short message: only the rows one side lacks (a full
+    diff of ~900 rows hid which ones differed when this failed in CI, 2026-12-07)."""
+    if rows == reference:
+        return
+
+    def shown(items: set) -> list:
+        return sorted((t, k, s, bytes(p)[:160]) for t, k, s, p in items)[:12]
+
+    raise AssertionError(
+        f"{label}: {len(reference - rows)} reference row(s) missing, e.g. "
+        f"{shown(reference - rows)}; {len(rows - reference)} extra, e.g. {shown(rows - reference)}"
+    )
+
+
 def ledger_without_run(out: Path) -> dict:
     ledger = json.loads((out / "ledger.json").read_text())
     ledger.pop("run", None)
@@ -143,7 +158,7 @@ def check_identical_across_partitions(broker: str, tmp_path: Path) -> None:
         assert sorted(mine["side_processes"]["partitions"]) == [str(p) for p in range(count)]
         assert all(p["exit_code"] == 0 for p in mine["side_processes"]["partitions"].values())
         rows, acks = trace_view(outs[count], mine["run"])
-        assert rows == reference_rows, count
+        assert_same_rows(rows, reference_rows, count)
         assert acks == reference_acks, count
         assert len(list(outs[count].glob("trace-p*.sqlite"))) == count
         # the partitions' reconstructions merged into one file, the same as P = 1's
