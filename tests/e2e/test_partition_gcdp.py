@@ -29,6 +29,7 @@ from tests.e2e.test_partitions import (
     run_partition_counts,
     sides_over_memory,
     trace_files,
+    trace_losses,
     trace_view,
     with_partitions,
 )
@@ -123,7 +124,7 @@ def check_identical_across_partitions(broker: str, tmp_path: Path) -> None:
             assert mine[key] == theirs[key], (count, key)
         assert ledger_without_run(outs[count]) == ledger_without_run(outs[1])
         rows, acks = trace_view(outs[count], mine["run"])
-        assert_same_rows(rows, reference_rows, count)
+        assert_same_rows(rows, reference_rows, (count, trace_losses(mine), trace_losses(theirs)))
         assert acks == reference_acks, count
         assert released(outs[count], mine["run"]) == reference_releases, count
         with np.load(outs[count] / "collector" / "collector-side.npz") as data:

@@ -111,6 +111,17 @@ def assert_same_rows(rows: set, reference: set, label: object) -> None:
     )
 
 
+def trace_losses(results: dict) -> str:
+    """What a run's results say its trace lacks (a broker that dropped messages queued for
+    the recorder: docs/brokers.md), for a failure message."""
+    trace = results.get("trace") or {}
+    return (
+        f"run {results.get('run')}: trace.missing_reports {trace.get('missing_reports')}, "
+        f"missing_hellos {trace.get('missing_hellos')}, trace_complete "
+        f"{results.get('trace_complete')}, warnings {results.get('warnings')}"
+    )
+
+
 def ledger_without_run(out: Path) -> dict:
     ledger = json.loads((out / "ledger.json").read_text())
     ledger.pop("run", None)
@@ -158,7 +169,7 @@ def check_identical_across_partitions(broker: str, tmp_path: Path) -> None:
         assert sorted(mine["side_processes"]["partitions"]) == [str(p) for p in range(count)]
         assert all(p["exit_code"] == 0 for p in mine["side_processes"]["partitions"].values())
         rows, acks = trace_view(outs[count], mine["run"])
-        assert_same_rows(rows, reference_rows, count)
+        assert_same_rows(rows, reference_rows, (count, trace_losses(mine), trace_losses(theirs)))
         assert acks == reference_acks, count
         assert len(list(outs[count].glob("trace-p*.sqlite"))) == count
         # the partitions' reconstructions merged into one file, the same as P = 1's
