@@ -92,7 +92,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from ldpfleet.devices.compressed import BrokenCompressedData, compression, not_unpacked, unpack
+from ldpfleet.devices.compressed import (
+    BrokenCompressedData,
+    UnpackedTooLarge,
+    compression,
+    not_unpacked,
+    unpack,
+)
 from ldpfleet.protocol.errors import ParameterError
 
 __all__ = [
@@ -491,7 +497,8 @@ def _cannot_read(path: Path, reason: str) -> ParameterError:
 
 
 def _read_raw(path: Path) -> bytes:
-    """The file's bytes, decompressed (gzip, bzip2, xz by magic bytes or suffix)."""
+    """The file's bytes, decompressed (gzip, bzip2, xz by magic bytes or suffix), to at most
+    ``devices.compressed.max_unpacked()`` bytes a layer (``$LDPFLEET_MAX_UNPACKED``)."""
     try:
         raw = path.read_bytes()
     except OSError as exc:  # missing, a directory, unreadable
@@ -504,6 +511,10 @@ def _read_raw(path: Path) -> bytes:
             raw = unpack(raw)
         except BrokenCompressedData as exc:  # cut or corrupt
             raise _cannot_read(path, str(exc)) from None
+        except UnpackedTooLarge as exc:  # a zip bomb or a huge file: stopped past the cap
+            raise ParameterError(
+                exc.reason(str(path)), field="graph", limit=exc.rule, value=str(path)
+            ) from None
     _refuse_archive(path, raw)
     return raw
 
