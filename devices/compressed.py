@@ -20,6 +20,7 @@ import re
 import zlib
 
 __all__ = [
+    "ARCHIVES",
     "COMPRESSED",
     "DEFAULT_MAX_UNPACKED",
     "MAX_LAYERS",
@@ -27,6 +28,7 @@ __all__ = [
     "NOT_UNPACKED",
     "BrokenCompressedData",
     "UnpackedTooLarge",
+    "archive",
     "check_zip_size",
     "compression",
     "decompress",
@@ -43,6 +45,17 @@ COMPRESSED: tuple[tuple[bytes, str], ...] = (
 )
 
 
+# The archives (files, not data) by their first bytes: (magic, offset, what it is, the
+# command that lists its files). One table for the CSV sources (the tar and 7z rows of
+# NOT_UNPACKED) and the edge lists (``archive``: "list its files with tar -tf x.tar.bz2;
+# KONECT's is out.NAME", a zip too).
+ARCHIVES: tuple[tuple[bytes, int, str, str], ...] = (
+    (b"PK\x03\x04", 0, "a zip archive", "unzip -l"),
+    (b"PK\x05\x06", 0, "a zip archive", "unzip -l"),  # an empty zip
+    (b"ustar", 257, "a tar archive", "tar -tf"),
+    (b"7z\xbc\xaf\x27\x1c", 0, "a 7z archive", "7z l"),
+)
+
 # Archives and compressions recognised by their first bytes that no reader here unpacks,
 # each with the command that does: a CSV source read a .tar.gz as text ("line 4 of
 # a.tar.gz has 1 fields, expected 2") and a zstd, 7z or doubly gzipped file as a Windows
@@ -50,8 +63,11 @@ COMPRESSED: tuple[tuple[bytes, str], ...] = (
 # (magic, offset, what it is, the command, {name} the file's name). Zip archives stay with
 # each reader: a CSV source tells a NumPy .npz and spreadsheets from a zipped CSV.
 NOT_UNPACKED: tuple[tuple[bytes, int, str, str], ...] = (
-    (b"ustar", 257, "a tar archive", "list its files with tar -tf {name}, extract one"),
-    (b"7z\xbc\xaf\x27\x1c", 0, "a 7z archive", "list its files with 7z l {name}, extract one"),
+    *(
+        (magic, offset, what, f"list its files with {listing} {{name}}, extract one")
+        for magic, offset, what, listing in ARCHIVES
+        if what != "a zip archive"
+    ),
     (b"\x28\xb5\x2f\xfd", 0, "Zstandard (zstd) data", "unpack it with zstd -d {name}"),
     (b"\x04\x22\x4d\x18", 0, "LZ4 data", "unpack it with lz4 -d {name}"),
     (b"\x1f\x9d", 0, "Unix compress (.Z) data", "unpack it with gzip -d {name}"),
@@ -106,6 +122,18 @@ def _size_text(size: int) -> str:
         if size >= scale:
             return f"{size / scale:,.4g} {unit}" if size % scale else f"{size // scale:,} {unit}"
     return f"{size:,} bytes"
+
+
+def archive(raw: bytes) -> tuple[str, str] | None:
+    """What ``raw`` (already unpacked by ``unpack``) is when it is an archive of
+    ``ARCHIVES``, and the command that lists its files.
+
+    Returns:
+        ``("a tar archive", "tar -tf")``, or None for anything else."""
+    for magic, offset, what, listing in ARCHIVES:
+        if raw[offset : offset + len(magic)] == magic:
+            return what, listing
+    return None
 
 
 def not_unpacked(raw: bytes, name: str) -> tuple[str, str] | None:

@@ -127,7 +127,7 @@ from ldpfleet.devices.compressed import (
     not_unpacked,
     unpack,
 )
-from ldpfleet.devices.graphs import bomless_utf16
+from ldpfleet.devices.text_decode import DOS_END_OF_FILE, broken_utf16_reason, decode_text
 from ldpfleet.protocol.delimiters import sniff_delimiter
 from ldpfleet.protocol.errors import ParameterError
 
@@ -837,11 +837,6 @@ def _no_decimal_in_numpy(path: str, decimal: str) -> None:
         )
 
 
-# the end-of-file mark of DOS and CP/M text files (Ctrl-Z): some Windows tools still write
-# one after the last line; it was "line 4 of data.csv has 1 fields, expected 2"
-_DOS_END_OF_FILE = "\x1a"
-
-
 def csv_text(raw: bytes, path: str) -> tuple[str, str]:
     """A CSV file's text and delimiter as the CSV sources read them, for any reader of CSV
     tables (the Occupancy-format reader of ``bench gcdp`` too): the bytes decoded
@@ -851,45 +846,10 @@ def csv_text(raw: bytes, path: str) -> tuple[str, str]:
     one or a run of them) at the very end of the text is dropped (anywhere else it stays,
     and is refused as the cell that holds it). Raises ``SourceError`` (field
     ``source.path``) and ``UnicodeDecodeError`` (for the caller to word)."""
-    text = decode_text(raw).rstrip(_DOS_END_OF_FILE)
+    text = decode_text(raw).rstrip(DOS_END_OF_FILE)
     _refuse_json(text, path)
     text, delimiter = _excel_sep_line(text, path)
     return text, delimiter or sniff_delimiter(text)
-
-
-def broken_utf16_reason(error: UnicodeDecodeError) -> str | None:
-    """What ``decode_text``'s ``error`` says of a file that starts with a UTF-16 byte-order
-    mark but is not UTF-16 text, for the caller to put after the file's name; None when
-    it was the UTF-8 reading that failed (the caller names the line)."""
-    if not error.encoding.startswith("utf-16"):
-        return None
-    if bytes(error.object[:2]) in (b"\xff\xfe", b"\xfe\xff"):
-        looks = "starts with a UTF-16 byte-order mark"
-    else:  # read as UTF-16 by its zero bytes (``devices.graphs.bomless_utf16``)
-        looks = "looks like UTF-16 text (zero bytes, no byte-order mark)"
-    return (
-        f"{looks} but is not UTF-16 text ({error.reason} at byte {error.start}): save it as UTF-8"
-    )
-
-
-def decode_text(raw: bytes) -> str:
-    """The text of a text file's bytes (unpacked: ``read_data_file``): UTF-16 when it starts
-    with a UTF-16 byte-order mark (Excel's "Unicode Text" export, tab-separated; PowerShell's
-    ``>``) or whose zero bytes say it is UTF-16 without one (``devices.graphs.bomless_utf16``),
-    else UTF-8 (a UTF-8 BOM is skipped). The one decoder of the CSV sources and of
-    the Occupancy-format reader (``collector.gcdp.evaluation.load_occupancy``, ``bench gcdp
-    --train-file``). Raises ``UnicodeDecodeError`` (its ``encoding`` says which was tried,
-    offsets count from the file's first byte) for the caller to word."""
-    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-        # refused as "not UTF-8 text (byte 0xff on line 1)" before (helper P, 2026-12-06);
-        # edge lists were read in UTF-16 already (devices.graphs)
-        return raw.decode("utf-16")
-    # UTF-16 without a BOM (iconv -t UTF-16LE, some loggers), by its zero bytes as the edge
-    # lists recognise it: it was "line 4 has 1 fields, expected 2" (helper B's user day)
-    bomless = bomless_utf16(raw)
-    if bomless is not None:
-        return raw.decode(bomless)
-    return raw.decode("utf-8-sig")  # (bytes first: the whole file's offsets)
 
 
 def _refuse_json(text: str, path: str) -> None:
