@@ -299,6 +299,20 @@ def mutants_markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _check_budgets(eps_list, mechanism: str, entries) -> None:
+    """Every budget of ``--eps`` by the one rule of a claimed eps
+    (``collector.audit.core.check_claimed_eps``), before anything is built: 0 only when
+    every audit to run claims nothing leaks (``core.ZERO_CLAIM_ENTRIES``). NaN said "a finite
+    number >= 0", 0 and 51 "in (0, 50]", 1e-20 "must be >= 1e-12" and abc "not a comma
+    list of numbers": one sentence for them all."""
+    from ldpfleet.collector.audit.core import ZERO_CLAIM_ENTRIES, check_claimed_eps
+
+    names = (entries or _battery().BATTERY) if mechanism == "all" else (mechanism,)
+    zero = all(name in ZERO_CLAIM_ENTRIES for name in names)
+    for budget in eps_list:
+        check_claimed_eps(budget, zero=zero)
+
+
 def _parse_eps(text: str) -> tuple[float, ...]:
     """``--eps``: a comma list of budgets. An empty entry (``1,,2``) or a budget listed
     twice is refused: a duplicate ran the same audits again, each at a smaller share of
@@ -314,15 +328,15 @@ def _parse_eps(text: str) -> tuple[float, ...]:
         raise ParameterError(
             f"an empty entry in {text!r}", field="eps", limit="no empty entry", value=text
         )
-    try:
-        values = tuple(float(e) for e in entries)
-    except ValueError:
-        raise ParameterError(
-            f"not a comma list of numbers: {text!r}",
-            field="eps",
-            limit="a comma list of numbers",
-            value=text,
-        ) from None
+    from ldpfleet.collector.audit.core import check_claimed_eps
+
+    values = []
+    for entry in entries:
+        try:
+            values.append(float(entry))
+        except ValueError:  # the one sentence of a bad budget (core.EPS_CLAIM_RULE)
+            check_claimed_eps(entry)
+    values = tuple(values)
     for index, value in enumerate(values):
         if value in values[:index]:
             raise ParameterError(
@@ -691,6 +705,7 @@ def _audit_rows(
     if eps is None:  # an explicit --eps 1 for 'all' is one budget, not the default three
         eps = "0.5,1,2" if mechanism == "all" else "1"
     eps_list = _parse_eps(eps)
+    _check_budgets(eps_list, mechanism, entries)
     if mechanism == "all":
         import os
 

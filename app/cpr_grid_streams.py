@@ -128,8 +128,11 @@ def load_grid_template(spec: str) -> GridTemplate:
     except SourceError as error:
         # the scenarios' advice on gaps (source.missing = ...) has no grid option
         reason = error.reason.split(": set source.missing", 1)[0]
-        raise _template_error(
-            spec, reason, limit="a readable file with that numeric column", value=spec
+        raise _template_error(  # a file compressed past the cap carries the cap as limit
+            spec,
+            reason,
+            limit=getattr(error, "limit", None) or "a readable file with that numeric column",
+            value=spec,
         ) from None
     column_name = names[source.column] if isinstance(source.column, int) else source.column
     return GridTemplate(f"{_file_stem(path)}:{column_name}", _checked_cycle(spec, values))

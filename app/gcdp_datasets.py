@@ -95,7 +95,13 @@ from ldpfleet.collector.gcdp.evaluation import (
     window_means,
     window_span,
 )
-from ldpfleet.devices.sources import DecimalMarkError, SourceError, dropped_columns, load_table
+from ldpfleet.devices.sources import (
+    DecimalMarkError,
+    SourceError,
+    UnpackedTooLargeError,
+    dropped_columns,
+    load_table,
+)
 from ldpfleet.protocol.errors import ParameterError
 
 _window_span = window_span  # the name tests/unit/test_G_gcdp_window_span.py imports
@@ -468,6 +474,10 @@ def _intel_file(path: Path, decimal: str = ".") -> np.ndarray:
         raise DecimalMarkError(
             error.reason, field="decimal", limit=error.limit, value=error.value
         ) from None
+    except UnpackedTooLargeError as error:  # compressed past the cap: the cap as its limit
+        raise UnpackedTooLargeError(
+            error.reason, field="data", limit=error.limit, value=error.value
+        ) from None
     except SourceError as error:  # missing, a folder, not text, a bad cell, ragged
         # a gap's advice is a scenario's [source] missing setting: not this loader's
         reason = error.reason.split(": set source.missing")[0]
@@ -771,6 +781,10 @@ def _load(path, name: str, decimal: str = ".") -> tuple[np.ndarray, np.ndarray]:
     except (OSError, ValueError, KeyError, IndexError, StopIteration) as error:
         if isinstance(error, ParameterError) and error.field == "decimal":
             raise  # the decimal mark refused for this file (it names the file): --decimal
+        if isinstance(error, UnpackedTooLargeError):  # compressed past the cap
+            raise UnpackedTooLargeError(
+                error.reason, field=name, limit=error.limit, value=error.value
+            ) from None
         raise ParameterError(
             f"cannot read an Occupancy-format file {path}: {error}",
             field=name,

@@ -92,7 +92,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from ldpfleet.devices.compressed import BrokenCompressedData, compression, not_unpacked, unpack
+from ldpfleet.devices.compressed import (
+    BrokenCompressedData,
+    UnpackedTooLarge,
+    archive,
+    compression,
+    not_unpacked,
+    unpack,
+)
+from ldpfleet.devices.text_decode import DOS_END_OF_FILE, UTF8_BOM, utf16_encoding
 from ldpfleet.protocol.errors import ParameterError
 
 __all__ = [
@@ -491,7 +499,8 @@ def _cannot_read(path: Path, reason: str) -> ParameterError:
 
 
 def _read_raw(path: Path) -> bytes:
-    """The file's bytes, decompressed (gzip, bzip2, xz by magic bytes or suffix)."""
+    """The file's bytes, decompressed (gzip, bzip2, xz by magic bytes or suffix), to at most
+    ``devices.compressed.max_unpacked()`` bytes a layer (``$LDPFLEET_MAX_UNPACKED``)."""
     try:
         raw = path.read_bytes()
     except OSError as exc:  # missing, a directory, unreadable
@@ -504,21 +513,23 @@ def _read_raw(path: Path) -> bytes:
             raw = unpack(raw)
         except BrokenCompressedData as exc:  # cut or corrupt
             raise _cannot_read(path, str(exc)) from None
+        except UnpackedTooLarge as exc:  # a zip bomb or a huge file: stopped past the cap
+            raise ParameterError(
+                exc.reason(str(path)), field="graph", limit=exc.rule, value=str(path)
+            ) from None
     _refuse_archive(path, raw)
     return raw
 
 
 def _refuse_archive(path: Path, raw: bytes) -> None:
-    """A zip / tar / 7z archive holds files, not an edge list: say to extract it."""
-    if raw.startswith((b"PK\x03\x04", b"PK\x05\x06")):
-        kind, listing = "a zip archive", "unzip -l"
-    elif raw[257:262] == b"ustar":
-        kind, listing = "a tar archive", "tar -tf"
-    elif raw.startswith(b"7z\xbc\xaf\x27\x1c"):
-        kind, listing = "a 7z archive", "7z l"
-    else:
+    """A zip / tar / 7z archive holds files, not an edge list: say to extract it (the
+    archives and their listing commands: ``devices.compressed.ARCHIVES``, the CSV
+    sources' table too)."""
+    found = archive(raw)
+    if found is None:
         _refuse_not_unpacked(path, raw)
         return
+    kind, listing = found
     if kind == "a zip archive" and b"xl/" in raw[:65536]:  # an .xlsx names its xl/ parts
         raise ParameterError(
             f"{str(path)!r} is an Excel workbook, not an edge list: save the sheet's two id "
@@ -536,12 +547,6 @@ def _refuse_archive(path: Path, raw: bytes) -> None:
     )
 
 
-# the end-of-file mark of DOS text files (Ctrl-Z), which some Windows tools still write after
-# the last line: dropped at the very end as the CSV sources drop it (it was "line 6:
-# expected two node ids, got '\x1a'"); anywhere else it stays and is refused
-_DOS_END_OF_FILE = b"\x1a"
-
-
 def _refuse_not_unpacked(path: Path, raw: bytes) -> None:
     """A compression no reader here unpacks (zstd, LZ4, Unix compress, lzip: the table of
     ``devices.compressed.not_unpacked``) is refused with the command that unpacks it; it
@@ -557,12 +562,16 @@ def _refuse_not_unpacked(path: Path, raw: bytes) -> None:
         )
 
 
+# the end-of-file mark of DOS text files (Ctrl-Z), dropped at the very end as the CSV sources
+# drop it (``devices.text_decode.DOS_END_OF_FILE``); anywhere else it stays and is refused
+_DOS_END_OF_FILE = DOS_END_OF_FILE.encode()
+
+
 def _decoded(path: Path, raw: bytes) -> bytes:
     """UTF-8 bytes of the text: a UTF-8 BOM dropped, UTF-16 (with a BOM, or without one
     when the zero bytes say so: ``bomless_utf16``) decoded, a DOS end-of-file mark (Ctrl-Z,
     one or a run of them) at the very end dropped."""
-    bom = raw.startswith((b"\xff\xfe", b"\xfe\xff"))  # Windows "Unicode" (PowerShell's >)
-    encoding = "utf-16" if bom else bomless_utf16(raw)
+    encoding = utf16_encoding(raw)  # Windows "Unicode" (PowerShell's >), iconv's UTF-16LE
     if encoding is not None:
         try:
             text = raw.decode(encoding).encode("utf-8")
@@ -570,26 +579,7 @@ def _decoded(path: Path, raw: bytes) -> bytes:
             raise _cannot_read(path, f"broken UTF-16 text at byte {exc.start}") from None
         return text.rstrip(_DOS_END_OF_FILE)
     # a UTF-8 BOM (Notepad) is not part of an id
-    return raw.removeprefix(b"\xef\xbb\xbf").rstrip(_DOS_END_OF_FILE)
-
-
-UTF16_SAMPLE = 65536  # bytes looked at to recognise UTF-16 without a BOM
-
-
-def bomless_utf16(raw: bytes) -> str | None:
-    """``utf-16-le``/``utf-16-be`` for UTF-16 text without a BOM, else None. An edge list
-    is ASCII (digits, whitespace, ``#``/``%`` comments), so in UTF-16 every character's high
-    byte is zero: zero bytes at 90 % or more of the odd (LE) or even (BE) positions of the
-    first ``UTF16_SAMPLE`` bytes, and none at the others. UTF-8 text has no zero byte. The
-    CSV sources' decoder uses it too (``devices.sources.decode_text``)."""
-    sample = raw[: UTF16_SAMPLE - UTF16_SAMPLE % 2]
-    if len(sample) < 2 or len(raw) % 2 or b"\x00" not in sample:
-        return None
-    even, odd = sample[0::2], sample[1::2]
-    for zeros, others, encoding in ((odd, even, "utf-16-le"), (even, odd, "utf-16-be")):
-        if b"\x00" not in others and zeros.count(0) >= 0.9 * len(zeros):
-            return encoding
-    return None
+    return raw.removeprefix(UTF8_BOM).rstrip(_DOS_END_OF_FILE)
 
 
 def _refuse_nul(raw: bytes, lines: list[bytes], file_name: str) -> None:

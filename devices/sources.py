@@ -121,11 +121,13 @@ from datetime import datetime
 import numpy as np
 from ldpfleet.devices.compressed import (
     BrokenCompressedData,
+    UnpackedTooLarge,
+    check_zip_size,
     compression,
     not_unpacked,
     unpack,
 )
-from ldpfleet.devices.graphs import bomless_utf16
+from ldpfleet.devices.text_decode import DOS_END_OF_FILE, broken_utf16_reason, decode_text
 from ldpfleet.protocol.delimiters import sniff_delimiter
 from ldpfleet.protocol.errors import ParameterError
 
@@ -138,8 +140,10 @@ __all__ = [
     "CsvSpec",
     "DecimalMarkError",
     "SourceError",
+    "SourceParameterError",
     "StreamTruth",
     "SyntheticSpec",
+    "UnpackedTooLargeError",
     "binary_format",
     "broken_utf16_reason",
     "channel_bounds",
@@ -187,14 +191,13 @@ def _rebuild_source_error(message: str, field: str) -> SourceError:
     return SourceError(message, field=field)
 
 
-class DecimalMarkError(SourceError, ParameterError):
-    """A refused decimal mark (``check_decimal``): both a :class:`SourceError` (a ``[source]``
-    setting, which a scenario reports as its own error) and a ``ParameterError`` (a library
-    argument or a bench option), so every caller's ``except`` keeps catching it. ``field``
-    is the caller's name of the setting (``"source.decimal"``, ``"decimal"``), ``limit`` the
-    rule the value broke and ``value`` the value; the string form is
-    ``"<field>: <reason>"``.
-    """
+class SourceParameterError(SourceError, ParameterError):
+    """A :class:`SourceError` that is also a ``ParameterError`` (a ``[source]`` setting,
+    which a scenario reports as its own error, and a library argument or a bench option, so
+    every caller's ``except`` keeps catching it), carrying the rule the value broke
+    (``limit``) and the value. ``field`` is the caller's name of the setting
+    (``"source.decimal"``, ``"decimal"``, ``"source.path"``); the string form is
+    ``"<field>: <reason>"``."""
 
     def __init__(self, reason: str, *, field: str, limit: str, value: object) -> None:
         ValueError.__init__(self, f"{field}: {reason}")
@@ -205,13 +208,27 @@ class DecimalMarkError(SourceError, ParameterError):
         self.code = None
 
     def __reduce__(self):
-        return (_rebuild_decimal_mark_error, (self.reason, self.field, self.limit, self.value))
+        return (_rebuild_source_parameter_error, (type(self), self.reason, self.field,
+                                                  self.limit, self.value))  # fmt: skip
 
 
-def _rebuild_decimal_mark_error(
-    reason: str, field: str, limit: str, value: object
-) -> DecimalMarkError:
-    return DecimalMarkError(reason, field=field, limit=limit, value=value)
+def _rebuild_source_parameter_error(
+    cls: type, reason: str, field: str, limit: str, value: object
+) -> SourceParameterError:
+    return cls(reason, field=field, limit=limit, value=value)
+
+
+class DecimalMarkError(SourceParameterError):
+    """A refused decimal mark (``check_decimal``): a :class:`SourceParameterError` whose
+    ``field`` is the caller's name of the setting (``"source.decimal"``, ``"decimal"``),
+    ``limit`` the rule the value broke and ``value`` the value."""
+
+
+class UnpackedTooLargeError(SourceParameterError):
+    """A compressed file that unpacks to more than the cap
+    (``devices.compressed.max_unpacked``, ``$LDPFLEET_MAX_UNPACKED``): ``reason`` names the
+    file, the cap, how far it got and how to raise the cap; ``limit`` the cap, ``value``
+    the file's path."""
 
 
 # --------------------------------------------------------------------------- validation
@@ -820,11 +837,6 @@ def _no_decimal_in_numpy(path: str, decimal: str) -> None:
         )
 
 
-# the end-of-file mark of DOS and CP/M text files (Ctrl-Z): some Windows tools still write
-# one after the last line; it was "line 4 of data.csv has 1 fields, expected 2"
-_DOS_END_OF_FILE = "\x1a"
-
-
 def csv_text(raw: bytes, path: str) -> tuple[str, str]:
     """A CSV file's text and delimiter as the CSV sources read them, for any reader of CSV
     tables (the Occupancy-format reader of ``bench gcdp`` too): the bytes decoded
@@ -834,45 +846,10 @@ def csv_text(raw: bytes, path: str) -> tuple[str, str]:
     one or a run of them) at the very end of the text is dropped (anywhere else it stays,
     and is refused as the cell that holds it). Raises ``SourceError`` (field
     ``source.path``) and ``UnicodeDecodeError`` (for the caller to word)."""
-    text = decode_text(raw).rstrip(_DOS_END_OF_FILE)
+    text = decode_text(raw).rstrip(DOS_END_OF_FILE)
     _refuse_json(text, path)
     text, delimiter = _excel_sep_line(text, path)
     return text, delimiter or sniff_delimiter(text)
-
-
-def broken_utf16_reason(error: UnicodeDecodeError) -> str | None:
-    """What ``decode_text``'s ``error`` says of a file that starts with a UTF-16 byte-order
-    mark but is not UTF-16 text, for the caller to put after the file's name; None when
-    it was the UTF-8 reading that failed (the caller names the line)."""
-    if not error.encoding.startswith("utf-16"):
-        return None
-    if bytes(error.object[:2]) in (b"\xff\xfe", b"\xfe\xff"):
-        looks = "starts with a UTF-16 byte-order mark"
-    else:  # read as UTF-16 by its zero bytes (``devices.graphs.bomless_utf16``)
-        looks = "looks like UTF-16 text (zero bytes, no byte-order mark)"
-    return (
-        f"{looks} but is not UTF-16 text ({error.reason} at byte {error.start}): save it as UTF-8"
-    )
-
-
-def decode_text(raw: bytes) -> str:
-    """The text of a text file's bytes (unpacked: ``read_data_file``): UTF-16 when it starts
-    with a UTF-16 byte-order mark (Excel's "Unicode Text" export, tab-separated; PowerShell's
-    ``>``) or whose zero bytes say it is UTF-16 without one (``devices.graphs.bomless_utf16``),
-    else UTF-8 (a UTF-8 BOM is skipped). The one decoder of the CSV sources and of
-    the Occupancy-format reader (``collector.gcdp.evaluation.load_occupancy``, ``bench gcdp
-    --train-file``). Raises ``UnicodeDecodeError`` (its ``encoding`` says which was tried,
-    offsets count from the file's first byte) for the caller to word."""
-    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-        # refused as "not UTF-8 text (byte 0xff on line 1)" before (helper P, 2026-12-06);
-        # edge lists were read in UTF-16 already (devices.graphs)
-        return raw.decode("utf-16")
-    # UTF-16 without a BOM (iconv -t UTF-16LE, some loggers), by its zero bytes as the edge
-    # lists recognise it: it was "line 4 has 1 fields, expected 2" (helper B's user day)
-    bomless = bomless_utf16(raw)
-    if bomless is not None:
-        return raw.decode(bomless)
-    return raw.decode("utf-8-sig")  # (bytes first: the whole file's offsets)
 
 
 def _refuse_json(text: str, path: str) -> None:
@@ -1197,6 +1174,11 @@ def _numpy_table(path: str, raw: bytes) -> tuple:
     "0") or rows x columns (2-D, named "0" .. "k-1"). Loaded without unpickling; a member
     that is not 1-D, not real numbers (bool, text, complex, object, dates), empty, not
     finite or an integer beyond 2**53 is refused naming the file, the key and the index."""
+    if raw.startswith(b"PK"):  # an .npz: its members' declared sizes within the cap
+        try:
+            check_zip_size(raw)
+        except UnpackedTooLarge as exc:
+            raise too_large_error(path, exc) from None
     try:
         loaded = np.load(io.BytesIO(raw), allow_pickle=False)
         if isinstance(loaded, np.ndarray):
@@ -1232,7 +1214,9 @@ def read_data_file(path: str | os.PathLike) -> bytes:
     """The bytes of ``path``, unpacked when they are gzip, bzip2 or xz data (by their first
     bytes, whatever the name): the one opener of the CSV source and of ``bench gcdp``'s
     Occupancy files (``collector.gcdp.evaluation``). An unreadable file raises its
-    ``OSError``; broken compressed data a :class:`SourceError` (``source.path``)."""
+    ``OSError``; broken compressed data a :class:`SourceError` (``source.path``); data that
+    unpacks to more than the cap (``devices.compressed.max_unpacked``) an
+    :class:`UnpackedTooLargeError` (``source.path``, the cap, the path)."""
     with open(path, "rb") as fh:
         return _decompressed(os.fspath(path), fh.read())
 
@@ -1247,6 +1231,15 @@ def _decompressed(path: str, raw: bytes) -> bytes:
         return unpack(raw)
     except BrokenCompressedData as exc:
         raise SourceError(f"cannot read {path}: {exc}", field="source.path") from None
+    except UnpackedTooLarge as exc:  # a zip bomb or a huge file: stopped past the cap
+        raise too_large_error(path, exc) from None
+
+
+def too_large_error(path: str, exc: UnpackedTooLarge, field: str = "source.path"):
+    """The refusal of a file that unpacks past the cap (``exc``), as every reader of data
+    files words it: an :class:`UnpackedTooLargeError` naming ``field``, the file, the cap
+    (``limit``) and how far it got; ``value`` the path."""
+    return UnpackedTooLargeError(exc.reason(path), field=field, limit=exc.rule, value=path)
 
 
 # Binary table formats a user may hand a CSV source, by their first bytes (for Parquet,

@@ -33,8 +33,19 @@ from ldpfleet.collector.audit.stats import (
     largest_eps_lb,
 )
 from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.mechanism_contract import EPS_MAX, EPS_MIN
 
-__all__ = ["AuditResult", "Canary", "Witness", "WitnessResult", "audit", "audit_samples"]
+__all__ = [
+    "EPS_CLAIM_RULE",
+    "ZERO_CLAIM_ENTRIES",
+    "AuditResult",
+    "Canary",
+    "Witness",
+    "WitnessResult",
+    "audit",
+    "audit_samples",
+    "check_claimed_eps",
+]
 
 Sampler = Callable[[np.random.Generator, int], Any]
 Witness = Callable[[Any], np.ndarray]
@@ -127,15 +138,45 @@ def _check_sizes(n_sel: int, n_eval: int) -> None:
             )
 
 
-def _check_eps(eps: float) -> float:
-    if not is_real(eps) or not 0.0 <= eps < math.inf:
+# The one rule of a claimed eps, for every audit (``audit``, ``battery.run_audit``,
+# ``ldpfleet audit --eps``): a budget the mechanisms compute (``check_budget``'s range,
+# [EPS_MIN, EPS_MAX]), or 0 for an audit whose claim is that nothing leaks (secagg's).
+# NaN said "a finite number >= 0" here while 0 and 51 said "in (0, 50]" (the mechanism's
+# check) and 1e-20 "must be >= 1e-12" (helper B, 2026-12-07): one sentence for them all.
+# The battery entries whose claim is that nothing leaks (eps = 0 whatever budget is passed):
+# the only ones ``ldpfleet audit --eps 0`` audits (test_B4_audit_eps.py checks the list
+# against the specs).
+ZERO_CLAIM_ENTRIES = ("secagg", "secagg-split")
+EPS_CLAIM_RULE = (
+    f"a number in [{EPS_MIN:g}, {EPS_MAX:g}], or 0 for an audit that claims nothing leaks "
+    f"({', '.join(ZERO_CLAIM_ENTRIES)})"
+)
+
+
+def check_claimed_eps(eps: object, *, zero: bool = True) -> float:
+    """A claimed eps by ``EPS_CLAIM_RULE``: a real number in [EPS_MIN, EPS_MAX], or 0 when
+    ``zero`` (the audit's claim may be that nothing leaks; ``ldpfleet audit`` passes False
+    for an entry that claims a budget). Returns it as a float.
+
+    Raises:
+        ParameterError: field ``eps``, the rule as its limit, the value (text too: the
+            CLI's ``--eps abc``), in one sentence whatever the value."""
+    try:
+        value = float(eps) if is_real(eps) else math.nan  # type: ignore[arg-type]
+    except OverflowError:  # an int beyond a float (10**400)
+        value = math.inf
+    if not (EPS_MIN <= value <= EPS_MAX or (zero and value == 0.0)):
         raise ParameterError(
-            f"must be a finite number >= 0, got {eps!r}",
+            f"must be {EPS_CLAIM_RULE}, got {eps!r}",
             field="eps",
-            limit="a finite number >= 0",
+            limit=EPS_CLAIM_RULE,
             value=eps,
         )
-    return float(eps)
+    return value
+
+
+def _check_eps(eps: float) -> float:
+    return check_claimed_eps(eps)
 
 
 def _scores(witness: Witness, outputs: Any, n: int, name: str) -> np.ndarray:

@@ -57,6 +57,7 @@ from ldpfleet.devices.sources import (
     _NUMPY_MAGIC,
     _POINT_NUMBER,
     SourceError,
+    UnpackedTooLargeError,
     binary_format,
     broken_utf16_reason,
     check_decimal,
@@ -160,6 +161,8 @@ def _open_text(path: str | Path) -> tuple[io.StringIO, str]:
         raw = read_data_file(path)
         _refuse_binary(path, raw)
         text, delimiter = csv_text(raw, str(path))
+    except UnpackedTooLargeError:  # compressed past the cap: typed, with the cap as limit
+        raise
     except SourceError as error:
         raise ValueError(error.reason) from None
     except UnicodeDecodeError as error:
