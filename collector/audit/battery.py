@@ -48,12 +48,14 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 from ldpfleet.collector.audit.core import (
+    ZERO_CLAIM_ENTRIES,
     AuditResult,
     Canary,
     Sampler,
     Witness,
     _check_eps,
     audit,
+    check_claimed_eps,
 )
 from ldpfleet.collector.audit.input_pairs import UNIT_GRID, InputPairSearch, audit_input_pairs
 from ldpfleet.collector.audit.stated_density import stated_density_check
@@ -884,8 +886,12 @@ def run_audit(
     entry whose mechanism has no delta (pure eps-DP) is audited against the weaker claim
     the caller states, ``eps_LB = ln((alpha_lo - delta) / beta_hi)``. Entries with a fixed
     claim (``secagg``: eps = 0) still check that ``eps`` is a number >= 0. Every argument
-    is checked (``check_audit_arguments``) before anything is built or run."""
+    is checked (``check_audit_arguments``) before anything is built or run; ``eps`` by the
+    one rule of a claimed eps (``core.check_claimed_eps``: 0 only for the entries that
+    claim nothing leaks), so ``run_audit("laplace", 0)`` says what ``ldpfleet audit
+    laplace --eps 0`` says rather than the mechanism's "must be in (0, 50]"."""
     check_mechanism(mechanism)
+    check_claimed_eps(eps, zero=mechanism in ZERO_CLAIM_ENTRIES)
     eps, delta, trials, gamma, seed = check_audit_arguments(
         eps, delta=delta, trials=trials, gamma=gamma, seed=seed
     )

@@ -33,13 +33,13 @@ async def test_large_fleet_config_runs_a_fleet(tmp_path):
     binary = mosquitto_binary()
     port = free_port()
     text = (ROOT / "docs" / "mosquitto" / "large-fleet.conf").read_text()
-    assert "listener 1883 127.0.0.1" in text and "max_queued_messages 100000" in text
+    assert "listener 1890 127.0.0.1" in text and "max_queued_messages 100000" in text
     data = tmp_path / "data"
     data.mkdir()
     os.chmod(data, 0o777)  # mosquitto drops root privileges before writing persistence
     config = tmp_path / "large-fleet.conf"
     config.write_text(
-        text.replace("listener 1883 127.0.0.1", f"listener {port} 127.0.0.1").replace(
+        text.replace("listener 1890 127.0.0.1", f"listener {port} 127.0.0.1").replace(
             "persistence_location /var/lib/mosquitto/", f"persistence_location {data}/"
         )
     )

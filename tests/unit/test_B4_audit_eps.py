@@ -91,3 +91,14 @@ def test_the_limits_themselves_pass():
     with pytest.raises(ParameterError):
         check_claimed_eps(0.0, zero=False)
 
+
+@pytest.mark.parametrize("eps", [0.0, 0, 51.0, 1e-20])
+def test_the_public_api_says_what_the_command_says(eps, nothing_runs):
+    """With /tmp/B-battery.diff: ``ldpfleet.run_audit("laplace", 0)`` said the mechanism's
+    "must be in (0, 50]" while the command says the one rule."""
+    import ldpfleet
+
+    with pytest.raises(ParameterError) as caught:
+        ldpfleet.run_audit("laplace", eps)
+    assert caught.value.reason == f"must be {EPS_CLAIM_RULE}, got {eps!r}"
+    assert caught.value.limit == EPS_CLAIM_RULE

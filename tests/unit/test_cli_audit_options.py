@@ -16,8 +16,10 @@ from typer.testing import CliRunner
 @pytest.mark.parametrize(
     ("args", "line"),
     [
-        (["laplace", "--eps", "nan"], "error: --eps: must be a finite number >= 0, got nan"),
-        (["laplace", "--eps", "1e300"], "error: --eps: must be in (0, 50], got 1e+300"),
+        (["laplace", "--eps", "nan"], "error: --eps: must be a number in [1e-12, 50], or 0 "
+         "for an audit that claims nothing leaks (secagg, secagg-split), got nan"),
+        (["laplace", "--eps", "1e300"], "error: --eps: must be a number in [1e-12, 50], or 0 "
+         "for an audit that claims nothing leaks (secagg, secagg-split), got 1e+300"),
         (["laplace", "--eps", "1,2"], "error: --eps: one budget per mechanism"),
         (["all", "--eps", "1,1"], "error: --eps: '1' is listed twice"),
         (["laplace", "--gamma", "nan"], "error: --gamma: must be in (0, 1), got nan"),
