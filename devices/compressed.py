@@ -71,7 +71,7 @@ NOT_UNPACKED: tuple[tuple[bytes, int, str, str], ...] = (
     (b"\x28\xb5\x2f\xfd", 0, "Zstandard (zstd) data", "unpack it with zstd -d {name}"),
     (b"\x04\x22\x4d\x18", 0, "LZ4 data", "unpack it with lz4 -d {name}"),
     (b"\x1f\x9d", 0, "Unix compress (.Z) data", "unpack it with gzip -d {name}"),
-    (b"LZIP", 0, "lzip data", "unpack it with lzip -d {name}"),
+    (b"LZIP\x01", 0, "lzip data", "unpack it with lzip -d {name}"),
 )
 MAX_LAYERS = 2  # a .tar.bz2 is bzip2 around tar; a .csv.gz.gz two gzip layers: plenty
 

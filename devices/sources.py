@@ -516,12 +516,18 @@ def _decimal_comma_column(
                 field="source.path",
             )
         if j not in keep and decimal == "," and _DECIMAL_COMMA.fullmatch(cell.strip()):
-            return SourceError(  # "1,234.5" under decimal ",": not "set decimal ','" again
+            # "1,234.5" or "1,2,3" under decimal ",": not "set decimal ','" again
+            grouped = "." in cell
+            what, fix = (
+                ("groups its digits with commas before a decimal point",
+                 "remove the grouping (1234.5, or 1234,5 under decimal ',')")
+                if grouped
+                else ("has more than one comma", "write one number a field (1234,5)")
+            )  # fmt: skip
+            return SourceError(
                 f"column {header[j]!r} of {path}: its first value {cell.strip()!r} (line "
-                f"{lineno}) groups its digits with commas before a decimal point, which "
-                "neither decimal mark reads (source.decimal is ','): remove the grouping "
-                "(1234.5, or 1234,5 under decimal ','), rather than have the column skipped "
-                "as text",
+                f"{lineno}) {what}, which neither decimal mark reads as one number "
+                f"(source.decimal is ','): {fix}, rather than have the column skipped as text",
                 field="source.path",
             )
         if j not in keep and _DECIMAL_COMMA.fullmatch(cell.strip()):
@@ -745,6 +751,8 @@ _SPACES = "[ \u00a0\u202f]"
 _SPACE_GROUPED_COMMA_NUMBER = re.compile(
     rf"[+-]?[1-9]\d{{0,2}}({_SPACES})\d{{3}}(\1\d{{3}})*,\d*([eE][+-]?\d+)?"
 )
+# a comma that may group thousands as well as mark decimals: "1,234", "-12,345,678"
+_THOUSANDS_GROUPED = re.compile(r"[+-]?\d{1,3}(,\d{3})+")
 _POINT_NUMBER = re.compile(r"[+-]?(\d+\.\d*|\.\d+)([eE][+-]?\d+)?")
 DECIMALS = (".", ",")
 
@@ -1146,11 +1154,15 @@ def foreign_mark_hint(cell: str, decimal: str = ".") -> str:
     name, ascii = _FOREIGN_MARKS[mark]
     if mark in _DECIMAL_LIKE_MARKS:  # the mark that reads: a comma, else the file's own
         ascii = "," if comma and not point else decimal if decimal in DECIMALS else ascii
-    setting = (
-        ' (a decimal comma also needs source.decimal = ",")'
-        if (ascii == "," and decimal != ",")
-        else ""
-    )
+    setting = ""
+    if ascii == "," and decimal != ",":
+        # "１，２３４" is as likely a Japanese export's 1,234 (grouping) as a decimal comma
+        setting = (
+            ' (if it is a decimal comma, set source.decimal = ","; if it groups digits, '
+            "remove the grouping)"
+            if _THOUSANDS_GROUPED.fullmatch(written)
+            else ' (a decimal comma also needs source.decimal = ",")'
+        )
     return (
         f" ({name} {mark!r} (U+{ord(mark):04X}) is not {ascii!r}{setting}: a number's "
         "decimal mark and sign are ASCII, while its digits may be of any script)"

@@ -177,7 +177,7 @@ def _refuse_binary(path: str | Path, raw: bytes) -> None:
     """A file in a binary format (``devices.sources.binary_format``, the CSV sources' one
     table: an Excel .xls or .xlsx workbook, Parquet, ...) or a NumPy file is refused naming
     it: an .xls was "line 1 is not UTF-8 text (byte 0xd0)", an .xlsx "(byte 0x50)"."""
-    what = binary_format(raw)
+    what = binary_format(raw, Path(path).name)
     if what is None and raw.startswith(_NUMPY_MAGIC):
         what = (
             "a zip archive (a NumPy .npz, or a broken zip): save the records as a text table"
