@@ -29,7 +29,8 @@ def joint_loglik(y, t, eps_dsr, p, reading, thresholds, n, sigma):
     ng = int(bucket[t]) + 1
     x = np.bincount(groups, weights=p, minlength=ng)
     r = np.bincount(groups, weights=reading, minlength=ng)
-    share = np.bincount(bucket[u:] - bucket[u], weights=reading[u:]) / max(reading[u:].sum(), 1e-300)
+    top = max(reading[u:].sum(), 1e-300)
+    share = np.bincount(bucket[u:] - bucket[u], weights=reading[u:]) / top
     c = np.full(ng, n * n / (2.0 * sigma * sigma))
     c[-1] *= float(np.sum(share**2)) if reading[u:].sum() > 0 else 1.0
     return ll - float(np.sum(c * (x - r) ** 2)), (t + 1) - ng
@@ -48,8 +49,16 @@ def probe(graph, eps, seed, steps=100):
     y, t, e, s, bound = (seen[k] for k in ("released", "theta", "eps_dsr", "search", "bound"))
     n = d.size
     m_true = int(np.floor(np.median(d)))
-    row = {"graph": graph.name, "n": n, "eps": eps, "seed": seed, "mae": run_.mae,
-           "median": float(np.mean(np.abs(d - m_true))), "theta": t, "eps_dsr": e}
+    row = {
+        "graph": graph.name,
+        "n": n,
+        "eps": eps,
+        "seed": seed,
+        "mae": run_.mae,
+        "median": float(np.mean(np.abs(d - m_true))),
+        "theta": t,
+        "eps_dsr": e,
+    }
     if not s or e < dp.JOINT_PER_NODE_EPS_MIN:
         return row
     args = (s["bucket_sums"], s["thresholds"], bound, n, s["eps"], s["noise_parties"])
@@ -66,10 +75,17 @@ def probe(graph, eps, seed, steps=100):
 
     from ldpfleet.collector.joint_prior import median_group_tilt
 
-    tilts = {lv: mae(median_group_tilt(y, t, e, kept, s["thresholds"], lv))
-             for lv in (0.5, 0.05, 0.01)}
-    row.update(kept=mae(kept), free=mae(free), lr=2 * (lf - lk), df=df, tilt=tilts,
-               thresholds=[int(x) for x in s["thresholds"]][:12])
+    tilts = {
+        lv: mae(median_group_tilt(y, t, e, kept, s["thresholds"], lv)) for lv in (0.5, 0.05, 0.01)
+    }
+    row.update(
+        kept=mae(kept),
+        free=mae(free),
+        lr=2 * (lf - lk),
+        df=df,
+        tilt=tilts,
+        thresholds=[int(x) for x in s["thresholds"]][:12],
+    )
     return row
 
 
@@ -85,8 +101,12 @@ def main(argv):
         for eps in epss:
             for seed in seeds:
                 r = probe(g, eps, seed)
-                print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v)
-                                  for k, v in r.items()}), flush=True)
+                print(
+                    json.dumps(
+                        {k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()}
+                    ),
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":
