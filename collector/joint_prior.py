@@ -71,6 +71,7 @@ __all__ = [
     "checked_thresholds",
     "joint_prior",
     "joint_search_priors",
+    "median_group_tilt",
 ]
 
 ITERATIONS = 100
@@ -253,3 +254,86 @@ def joint_search_priors(
     if histogram:
         hist = joint_prior(released, theta, eps_dsr, hist, *args)
     return node, hist
+
+
+TILT_SPAN = 20.0  # the tilt's range: λ · (the group's atom span) within ±TILT_SPAN
+_TILT_GRID = 161
+
+
+def median_group_tilt(
+    released: object,
+    theta: int,
+    eps_dsr: float,
+    prior: object,
+    thresholds: list[int],
+    level: float,
+) -> np.ndarray:
+    """``prior`` (a distribution over ``0..D``, the per-node prior of method "clip") with
+    the shape inside ONE group — the θ-search bucket holding the prior's median (the cell
+    ``U`` of θ's bucket and every one above when the median is there; atoms as in
+    ``joint_prior``: the degrees below θ and the atom ``>= θ``) — exponentially tilted,
+    ``shape_a e^(λ a)``, with ``λ`` the maximiser of the DSR values' Laplace-mixture
+    log-likelihood (the group's mass and every other atom kept, so the count term does
+    not move). The tilt is kept only when its likelihood-ratio statistic ``2 (ℓ(λ̂) −
+    ℓ(0))`` exceeds the upper ``level`` quantile of χ²₁ (a one-parameter model check:
+    under the reading's shape, λ = 0, an interior point, the statistic is asymptotically
+    χ²₁); otherwise ``prior`` itself. ``λ`` is searched on a grid with λ · span in
+    ±``TILT_SPAN``. Post-processing of the releases and the counts: no budget."""
+    from scipy.stats import chi2
+
+    y = _releases(released)
+    p = np.asarray(prior, dtype=float).reshape(-1)
+    d = integer_at_least(p.size - 1, "degree_bound", 1)
+    p = _reading(p, d)
+    t = min(integer_at_least(theta, "theta", 1), d)
+    b = t / positive_real(eps_dsr, "eps_dsr")
+    alpha = positive_real(level, "level")
+    if alpha >= 1.0:
+        raise ParameterError(
+            f"must be in (0, 1), got {level!r}", field="level", limit="in (0, 1)", value=level
+        )
+    bucket = _bucket_of(thresholds, d)
+    m = int(np.searchsorted(np.cumsum(p), 0.5 - 1e-12, side="left"))
+    groups = np.minimum(bucket[: t + 1], bucket[t])
+    in_g = groups == min(int(bucket[m]), int(bucket[t]))
+    if int(in_g.sum()) < 2:
+        return p
+    atoms = np.append(p[:t], p[t:].sum())
+    mass = float(atoms[in_g].sum())
+    if mass <= 0:
+        return p
+    pos = np.flatnonzero(in_g).astype(float)
+    shape = atoms[in_g] / mass
+    dist = np.abs(y[:, None] - np.arange(t + 1)[None, :])
+    kernel = np.exp(-(dist - dist.min(axis=1, keepdims=True)) / b)
+    other = kernel[:, ~in_g] @ atoms[~in_g]
+    inside = kernel[:, in_g]
+    centred = pos - pos.mean()
+    span = float(pos[-1] - pos[0])
+
+    def tilted(lam: float) -> np.ndarray:
+        z = lam * centred
+        w = shape * np.exp(z - z.max())
+        return w / w.sum()
+
+    def loglik(lam: float) -> float:
+        like = other + mass * (inside @ tilted(lam))
+        return float(np.sum(np.log(np.maximum(like, 1e-300))))
+
+    grid = np.linspace(-TILT_SPAN, TILT_SPAN, _TILT_GRID) / span
+    values = np.array([loglik(lam) for lam in grid])
+    k = int(np.argmax(values))
+    lo, hi = grid[max(k - 1, 0)], grid[min(k + 1, grid.size - 1)]
+    for _ in range(40):  # golden-section refinement between the grid neighbours
+        a, c = lo + 0.382 * (hi - lo), lo + 0.618 * (hi - lo)
+        lo, hi = (lo, c) if loglik(a) >= loglik(c) else (a, hi)
+    lam = 0.5 * (lo + hi)
+    best = max(loglik(lam), float(values[k]))
+    lam = lam if loglik(lam) >= values[k] else float(grid[k])
+    if 2.0 * (best - loglik(0.0)) <= float(chi2.ppf(1.0 - alpha, 1)):
+        return p
+    new = atoms.copy()
+    new[in_g] = mass * tilted(lam)
+    tail = p[t:] / p[t:].sum() if p[t:].sum() > 0 else np.eye(d + 1 - t)[0]
+    out = np.concatenate([new[:t], new[t] * tail])
+    return out / out.sum()
