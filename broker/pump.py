@@ -227,6 +227,41 @@ async def unless_failed(waiting: Awaitable[T], *workers: asyncio.Future) -> T:
     return waiter.result()
 
 
+async def changed_unless_failed(changed: asyncio.Event, *workers: asyncio.Future) -> None:
+    """Await ``changed`` (a pump's "the machine moved"), but raise at once the error of any
+    of ``workers`` that fails meanwhile, as ``unless_failed`` does; the caller clears
+    ``changed`` and re-checks its condition after each return, as for ``changed.wait()``.
+
+    Unlike ``unless_failed`` the caller's task awaits ``changed`` itself (a worker's end
+    sets it through a done callback): the common path takes the loop turns of
+    ``changed.wait()`` and no more, so where other tasks race this one within one instant
+    of virtual time (the partition coordinator's ``run closed`` and a worker's repeated
+    ``closed``) they finish in the order they did before. A worker that ended without an
+    error sets ``changed`` once and is no longer watched; a cancelled one is not a failure.
+    """
+    _raise_failed(workers)
+    running = [w for w in workers if not w.done()]
+
+    def wake(_: asyncio.Future) -> None:
+        changed.set()
+
+    for worker in running:
+        worker.add_done_callback(wake)
+    try:
+        await changed.wait()
+    finally:
+        for worker in running:
+            worker.remove_done_callback(wake)
+    _raise_failed(workers)
+
+
+def _raise_failed(workers) -> None:
+    """Raise the error of the first of ``workers`` that failed (not cancelled)."""
+    for worker in workers:
+        if worker.done() and not worker.cancelled() and worker.exception() is not None:
+            raise worker.exception()  # type: ignore[misc]
+
+
 async def _sockets_read() -> None:
     """Return after the loop has polled its sockets and run their read callbacks: two loop
     turns (a task resumed by ``sleep(0)`` runs before the callbacks of the ``select`` of

@@ -23,7 +23,13 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 
-from ldpfleet.broker.pump import background, drive_timers, publish_outbound
+from ldpfleet.broker.pump import (
+    background,
+    changed_unless_failed,
+    drive_timers,
+    publish_outbound,
+    unless_failed,
+)
 from ldpfleet.broker.transport import Connection, Transport
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.errors import RemoteProtocolError
@@ -95,8 +101,8 @@ class PartitionLink:
                 await publish_outbound(conn, machine)
 
         await after_timer()
-        async with background(drive_timers(machine, after_timer)):
-            await until.wait()
+        async with background(drive_timers(machine, after_timer)) as timer_task:
+            await unless_failed(until.wait(), timer_task)  # its timers' error at once
 
 
 class WorkersMissing(RuntimeError):
@@ -169,15 +175,17 @@ async def coordinate_stream(
         machine.start(loop.time())
         listening = _listen(conn, machine, on_message, moved)
         timers = drive_timers(machine, moved, wake=wake)
-        async with background(listening), background(timers):
-            await _until(changed, lambda: machine.phase != "waiting")
+        async with background(listening) as reader, background(timers) as timer_task:
+            # a failing reader or timer task (a machine's handle_timer raising) fails the
+            # wait at once with its error, instead of when an outer timeout ends it
+            await _until(changed, lambda: machine.phase != "waiting", reader, timer_task)
             if gone:
                 raise WorkersMissing(gone[0])
             if on_ready is not None:
                 await on_ready()
             machine.open(loop.time())
             await moved()
-            await _until(changed, lambda: machine.done)
+            await _until(changed, lambda: machine.done, reader, timer_task)
     return machine.tally
 
 
@@ -222,8 +230,11 @@ def _fleet_done(machine: StreamCoordinator, delivery, now: float) -> None:
     machine.fleet_done(topic, message, now)
 
 
-async def _until(changed: asyncio.Event, done: Callable[[], bool]) -> None:
-    """Wait until ``done()``, re-checked on each change."""
+async def _until(
+    changed: asyncio.Event, done: Callable[[], bool], *workers: asyncio.Future
+) -> None:
+    """Wait until ``done()``, re-checked on each change; the error of any of ``workers``
+    (the pump's reader and timers) that fails meanwhile is raised at once."""
     while not done():
         changed.clear()
-        await changed.wait()
+        await changed_unless_failed(changed, *workers)

@@ -17,7 +17,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from ldpfleet.broker.fanin import fan_in
-from ldpfleet.broker.pump import background, drive_timers, publish_outbound
+from ldpfleet.broker.pump import (
+    InputHold,
+    background,
+    drive_timers,
+    publish_outbound,
+    unless_failed,
+)
 from ldpfleet.broker.transport import Connection, Delivery, Transport
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.errors import ParameterError, RemoteProtocolError
@@ -131,18 +137,22 @@ async def secure_sum(
             await devices_ready
         server.start(loop.time())
         await pump.after_timer()
-        async with (
-            background(
-                drive_timers(
-                    server,
-                    pump.after_timer,
-                    inputs_queued=inbound.pending,
-                    inputs_drained=inbound.drained,
-                )
-            ),
-            background(pump.consume(inbound)),
-        ):
-            await pump.done.wait()
+        async with background(pump.consume(inbound)) as consumer:
+            # a passed deadline waits while replies sit in the buffer (they arrived in
+            # time), but not once the consumer stopped (nobody would feed them) and at
+            # most one stage timeout (a flood that never drains cannot hold it for ever)
+            hold = InputHold(inbound, consumer)
+            timers = drive_timers(
+                server,
+                pump.after_timer,
+                inputs_queued=hold.queued,
+                inputs_drained=hold.drained,
+                max_hold=server.stage_timeout,
+            )
+            async with background(timers) as timer_task:
+                # the timers' or the consumer's error at once: waiting on ``done`` alone
+                # hung until an outer timeout when either of them died
+                await unless_failed(pump.done.wait(), timer_task, consumer)
         # what the cancelled pump was still sending (an abort's SaAbort), a stage at most
         await pump.drain(server.stage_timeout)
         await publish_outbound(conn, server)

@@ -53,6 +53,18 @@ closed on ``ctl/stage``, so the workers need nothing new; a refused status is co
 reason, noticed on ``svc/collector/reject`` and recorded in the coordinator's trace, as the
 unpartitioned collector's refusals are.
 
+A shard that refused the run (the collector announced other terms: another seed,
+scenario, device count or kind; ``protocol.rendezvous``) starts none of its devices, and
+says so on the same topic with ONE ``FleetRefused`` carrying its own terms
+(``fleet_refused_status``): the collector side, which otherwise heard nothing and waited
+``--fleet-timeout`` (60 s) before saying "no fleet joined", counts the shard as done with
+every device of its slice stopped, names the first term that differs with both values
+(``FleetStatus.refusals``: field, the collector's value, the fleet's) and, once every
+shard said done or refused, ends the stage with a sentence that says so
+("fleet shard 0 of 1 refused run r: the collector runs seed 1, the fleet seed 2; start
+both sides with the same scenario and seed"). A ``FleetRefused`` whose terms are the
+collector's own (nothing to refuse) is refused itself (field ``terms``).
+
 A lost, late or never-sent status (a shard killed before its devices ended) changes
 nothing: the stage closes on its own deadlines, as before. No I/O and no clock.
 """
@@ -61,7 +73,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Annotated
 
 from ldpfleet.protocol import topics
 from ldpfleet.protocol.errors import ParameterError, RemoteProtocolError
@@ -71,18 +84,24 @@ from ldpfleet.protocol.messages import (
     MAX_FLEET_SHARDS,
     MAX_LISTED_DEVICES,
     FleetDone,
+    Ident,
     Message,
 )
+from ldpfleet.protocol.rendezvous import Digest, RunTerms, ScenarioName
+from msgspec import Meta
 
 __all__ = [
     "FLEET_DONE_KIND",
+    "FLEET_MESSAGES",
     "FleetEnded",
+    "FleetRefused",
     "FleetStatus",
     "FleetStatusReader",
     "ShardDone",
     "fleet_done_filter",
     "fleet_done_status",
     "fleet_done_statuses",
+    "fleet_refused_status",
     "shard_name",
 ]
 
@@ -116,6 +135,51 @@ def fleet_done_filter(run: str) -> str:
     """Every shard's status topic of ``run`` (a partitioned run's coordinator subscribes it:
     the statuses keep the unpartitioned ``dev/`` layout)."""
     return topics.up(run, "+", FLEET_DONE_KIND)
+
+
+class FleetRefused(Message, tag="fleet_refused", kw_only=True):
+    """Fleet shard ``shard`` of ``shards`` -> collector (the shard's ``up/fleet_done`` topic,
+    as ``FleetDone``): the collector announced this run on other terms than mine, so none
+    of my devices started; these are MY terms (``protocol.rendezvous.RunTerms``: kind,
+    scenario, seed, devices, digest), for the collector to name what differs."""
+
+    shard: Annotated[int, Meta(ge=0, lt=MAX_FLEET_SHARDS)]
+    shards: Annotated[int, Meta(ge=1, le=MAX_FLEET_SHARDS)]
+    kind: Ident
+    scenario: ScenarioName
+    digest: Digest
+    seed: Annotated[int, Meta(ge=0, le=2**63 - 1)]
+    devices: Annotated[int, Meta(ge=1, le=10_000_000)]
+
+    def __post_init__(self) -> None:
+        if not self.shard < self.shards:
+            raise ValueError(f"field `shard` must be < shards ({self.shards}), got {self.shard}")
+
+    def terms(self) -> RunTerms:
+        """The shard's terms."""
+        return RunTerms(self.kind, self.scenario, self.seed, self.devices, self.digest)
+
+
+FLEET_MESSAGES = (FleetRefused,)  # the codec's (``FleetDone`` is protocol.messages')
+
+
+def fleet_refused_status(run: str, shard: tuple[int, int], terms: RunTerms) -> Outbound:
+    """Shard ``shard`` = ``(i, k)``'s refusal of ``run`` (module docstring), on its
+    ``up/fleet_done`` topic, saying its own ``terms``.
+
+    Raises:
+        ParameterError: a bad run id or shard."""
+    index, count = shard
+    sender = shard_name(index, count)
+    topics.check_ident(run, "run")
+    return Outbound(
+        topics.up(run, sender, FLEET_DONE_KIND),
+        FleetRefused(
+            run=run, sender=sender, shard=index, shards=count, kind=terms.kind,
+            scenario=terms.scenario, digest=terms.digest, seed=terms.seed,
+            devices=terms.devices,
+        ),
+    )  # fmt: skip
 
 
 def fleet_done_statuses(
@@ -223,6 +287,9 @@ class FleetEnded(Event):
     gone: tuple[str, ...]
     stopped: tuple[str, ...]
     sentence: str
+    # a shard refused the run: (field, the collector's value, the fleet's) of the first
+    # refusal (lowest shard); its devices are among ``stopped``
+    refusal: tuple[str, object, object] | None = None
 
 
 @dataclass
@@ -237,11 +304,16 @@ class _Partial:
 
 class FleetStatus(Machine):
     """The collector side's count of the shards that said their devices are done (module
-    docstring). Raises ``ParameterError`` for a bad run id or no devices."""
+    docstring). ``terms``: the collector's own run terms, which a shard's ``FleetRefused``
+    is compared with (None: a refusal names no field, ``terms``). Raises
+    ``ParameterError`` for a bad run id or no devices."""
 
-    def __init__(self, run: str, devices: Sequence[str]) -> None:
+    def __init__(self, run: str, devices: Sequence[str], terms: RunTerms | None = None) -> None:
         super().__init__()
         self.run = topics.check_ident(run, "run")
+        self.terms = terms
+        # shard -> (field, the collector's value, the fleet's): shards that refused the run
+        self.refusals: dict[int, tuple[str, object, object]] = {}
         self.devices = tuple(devices)
         if not self.devices:
             raise ParameterError(
@@ -263,6 +335,9 @@ class FleetStatus(Machine):
         Raises:
             RemoteProtocolError: not a valid status (``field`` names what is wrong); the
                 machine's state is unchanged."""
+        if isinstance(message, FleetRefused):
+            self._refused(topic, message)
+            return
         status = self._checked(topic, message)
         shard = status.shard
         partial = self._partial.get(shard)
@@ -297,18 +372,48 @@ class FleetStatus(Machine):
             tuple(sorted(d for p in parts for d in p.stopped)),
             status.parts,
         )
-        if len(self.heard) == status.shards and self.ended is None:
-            self.ended = self._ended(status.shards)
+        self._maybe_ended(status.shards)
+
+    def _maybe_ended(self, shards: int) -> None:
+        """Every shard said done (or refused): ``FleetEnded``, once."""
+        if len(self.heard) == shards and self.ended is None:
+            self.ended = self._ended(shards)
             self._emit(self.ended)
 
-    def _checked(self, topic: topics.Topic, message: Message) -> FleetDone:
-        """``message`` as a valid status (part) on its own, or ``RemoteProtocolError``."""
+    def _refused(self, topic: topics.Topic, message: FleetRefused) -> None:
+        """A shard refused the run: it counts as done, every device of its slice stopped
+        (none started); the first term that differs is noted (module docstring)."""
+        self._check_sender(topic, message)
+        shard = message.shard
+        if shard in self.heard:  # its refusal again (QoS 1), or after its done status
+            self.duplicates += 1
+            return
+        if shard in self._partial:
+            raise RemoteProtocolError(
+                f"fleet shard {shard} refused run {self.run} after parts of its done status",
+                field="type",
+            )
+        if self.terms is None:
+            refusal: tuple[str, object, object] = ("terms", None, message.terms())
+        else:
+            difference = self.terms.first_difference(message.terms())
+            if difference is None:
+                raise RemoteProtocolError(
+                    f"fleet shard {shard} of {message.shards} refused run {self.run} on the "
+                    "collector's own terms",
+                    field="terms",
+                )
+            refusal = difference
+        self.shards = message.shards
+        devices = self.devices[shard :: message.shards]
+        self.heard[shard] = ShardDone(0, (), tuple(sorted(devices)))
+        self.refusals[shard] = refusal
+        self._maybe_ended(message.shards)
+
+    def _check_sender(self, topic: topics.Topic, message: FleetDone | FleetRefused) -> None:
+        """Topic, run, the shard's name and the shard count, as every status needs them."""
         if topic.family != "up" or topic.kind != FLEET_DONE_KIND:
             raise RemoteProtocolError(f"{topic.text[:120]!r} is no status topic", field="topic")
-        if not isinstance(message, FleetDone):
-            raise RemoteProtocolError(
-                f"a {message.type_name()} message on a fleet_done topic", field="type"
-            )
         if topic.run != self.run or message.run != self.run:
             raise RemoteProtocolError(f"run {message.run!r} is not {self.run!r}", field="run")
         name = _SHARD_NAME.match(topic.sender)
@@ -331,6 +436,16 @@ class FleetStatus(Machine):
                 f"statuses said {self.shards}",
                 field="shards",
             )
+
+    def _checked(self, topic: topics.Topic, message: Message) -> FleetDone:
+        """``message`` as a valid status (part) on its own, or ``RemoteProtocolError``."""
+        if topic.family != "up" or topic.kind != FLEET_DONE_KIND:
+            raise RemoteProtocolError(f"{topic.text[:120]!r} is no status topic", field="topic")
+        if not isinstance(message, FleetDone):
+            raise RemoteProtocolError(
+                f"a {message.type_name()} message on a fleet_done topic", field="type"
+            )
+        self._check_sender(topic, message)
         self._check_agreement(message)
         self._check_slice(message)
         return message
@@ -387,12 +502,36 @@ class FleetStatus(Machine):
         gone = tuple(sorted(d for s in statuses for d in s.gone))
         stopped = tuple(sorted(d for s in statuses for d in s.stopped))
         finished = sum(s.finished for s in statuses)
+        if self.refusals:
+            return FleetEnded(
+                shards, finished, gone, stopped, self.refusal_sentence(),
+                refusal=self.refusals[min(self.refusals)],
+            )  # fmt: skip
         sentence = (
             f"every fleet shard ({shards}) said its devices are done: {finished} finished, "
             f"{len(gone)} gone for good, {len(stopped)} stopped otherwise; nothing more can "
             "arrive"
         )
         return FleetEnded(shards, finished, gone, stopped, sentence)
+
+    def refusal_sentence(self) -> str:
+        """What shards that refused the run said (the stage's close reason once every
+        shard said done or refused): the first refusal's field and both values (the
+        lowest shard's; how many refused). Only once a shard refused."""
+        assert self.refusals and self.shards is not None, "no shard refused"
+        shards, first = self.shards, min(self.refusals)
+        field, ours, theirs = self.refusals[first]
+        who = (
+            f"fleet shard {first} of {shards}"
+            if len(self.refusals) == 1
+            else f"{len(self.refusals)} of {shards} fleet shards (first: shard {first})"
+        )
+        if field == "terms":  # the collector's terms were not given to this machine
+            return f"{who} refused run {self.run}: its terms are {theirs}"
+        return (
+            f"{who} refused run {self.run}: the collector runs {field} {ours!r}, the fleet "
+            f"{field} {theirs!r}; start both sides with the same scenario and seed"
+        )
 
     def summary(self) -> dict:
         """Returns which shards said done (``said_done``: shard index -> bool, None before
@@ -407,7 +546,17 @@ class FleetStatus(Machine):
             "stopped": sorted(d for s in self.heard.values() for d in s.stopped),
             "duplicates": self.duplicates,
             "parts_missing": {i: p.parts - len(p.heard) for i, p in sorted(self._partial.items())},
+            # shards that refused the run: the first term that differs, both values
+            "terms_refused": {
+                i: {"field": f, "collector": _plain(ours), "fleet": _plain(theirs)}
+                for i, (f, ours, theirs) in sorted(self.refusals.items())
+            },
         }
+
+
+def _plain(value: object) -> object:
+    """A term's value for results.json (``RunTerms`` as its fields)."""
+    return asdict(value) if isinstance(value, RunTerms) else value
 
 
 class FleetStatusReader(PeerFacingMachine):
@@ -416,9 +565,9 @@ class FleetStatusReader(PeerFacingMachine):
     noticed on ``svc/collector/reject`` (``Reject``) and emitted as ``Rejected``;
     ``FleetEnded`` is emitted once, as ``FleetStatus`` emits it."""
 
-    def __init__(self, run: str, devices: Sequence[str]) -> None:
+    def __init__(self, run: str, devices: Sequence[str], terms: RunTerms | None = None) -> None:
         super().__init__(run)
-        self.status = FleetStatus(run, devices)
+        self.status = FleetStatus(run, devices, terms)
 
     def _receive(self, topic: topics.Topic, message: Message, now: float) -> None:
         self.status.receive(topic, message, now)

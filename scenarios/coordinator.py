@@ -78,6 +78,7 @@ from ldpfleet.scenarios.sides import (
     hold_for_hostile,
     run_announcer,
     run_terms,
+    terms_refused,
 )
 from ldpfleet.scenarios.stream_document import gcdp_ledger, gcdp_stage_entry, stream_entry
 
@@ -306,7 +307,7 @@ async def coordinator_side(
     job = _Coordination(
         scenario, run, count, announcer, _central_release(scenario, run, seed), document,
         progress, fleet_timeout, workers_timeout, out, seed, wall,
-        fleet=FleetStatusReader(run, scenario.device_ids()),
+        fleet=FleetStatusReader(run, scenario.device_ids(), run_terms(scenario, run, seed)),
     )  # fmt: skip
     if job.release is not None:  # persist each release (its charge) before publishing it
         job.release.before_publish = lambda _stage: _persist_release(job)
@@ -404,6 +405,9 @@ async def _coordinate(job: _Coordination, transport, conn):
             on_message=_means_receiver(job.release, conn),
             fleet=job.fleet,
         )
+        # fleet shards that refused the run (other terms): the stage closed on it at once
+        refused = terms_refused(job.fleet.status if job.fleet is not None else None)
+        document["aborted"] = document["aborted"] or refused
         await _after_stream(job, transport, conn)
     except WorkersMissing as error:
         document["aborted"] = {"reason": "workers_missing", "detail": error.sentence}

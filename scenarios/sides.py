@@ -57,7 +57,7 @@ from ldpfleet.collector.rendezvous import RunAnnouncer
 from ldpfleet.collector.service import CollectorService
 from ldpfleet.devices.fleet import ClipTally, DeviceOutcome, Fleet, device_truth, parse_shard
 from ldpfleet.devices.hostile import HostileClient, flood_share, hold_for_flood
-from ldpfleet.devices.rendezvous import wait_for_run
+from ldpfleet.devices.rendezvous import RunTermsDiffer, wait_for_run
 from ldpfleet.devices.secagg_agent import SecAggAgent
 from ldpfleet.devices.sources import (
     missing_entry,
@@ -65,7 +65,7 @@ from ldpfleet.devices.sources import (
 )
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.errors import RemoteProtocolError
-from ldpfleet.protocol.fleet_done import FleetStatus, fleet_done_statuses
+from ldpfleet.protocol.fleet_done import FleetStatus, fleet_done_statuses, fleet_refused_status
 from ldpfleet.protocol.liveness import CollectorSilent, SilenceWatch
 from ldpfleet.protocol.messages import MAX_LISTED_DEVICES, Stage
 from ldpfleet.protocol.rendezvous import RunTerms, scenario_digest
@@ -119,6 +119,7 @@ __all__ = [
     "merge_stream_outputs",
     "run_terms",
     "scenario_kind",
+    "terms_refused",
     "write_merged",
 ]
 
@@ -333,7 +334,10 @@ async def _collect(scenario, transport, run, out, seed, state, announcer, conn, 
     )
     # each shard says when its devices are done; all said so: the stream stage closes
     # (protocol.fleet_done), as the one-process runner's does when its fleet task ends
-    state.fleet_status = service.fleet_status = FleetStatus(run, scenario.device_ids())
+    # (a shard that refused the run says so there too: its terms against ours)
+    state.fleet_status = service.fleet_status = FleetStatus(
+        run, scenario.device_ids(), run_terms(scenario, run, seed)
+    )
     if service.gcdp is not None:  # each release's charge on disk before it is published
         service.gcdp.before_publish = lambda _stage: _persist_release(
             scenario, run, seed, state, out
@@ -350,6 +354,7 @@ async def _collect(scenario, transport, run, out, seed, state, announcer, conn, 
             on_listening(state.info.url)
         await _close_without_fleet(service, collecting, run, fleet_timeout, state)
         state.results = await collecting
+        state.aborted = state.aborted or terms_refused(state.fleet_status)
         await holding  # ends with the stage
         if watching is not None:
             watching.cancel()
@@ -371,6 +376,21 @@ async def _collect(scenario, transport, run, out, seed, state, announcer, conn, 
                 f"within finish_grace ({grace:g} s)"
             )
         await asyncio.gather(recording, return_exceptions=True)
+
+
+def terms_refused(fleet: FleetStatus | None) -> dict | None:
+    """results.json ``aborted`` when fleet shards refused the run (the collector announced
+    other terms than theirs: ``protocol.fleet_done.FleetRefused``): reason
+    ``terms_differ``, the first differing ``field`` with the ``collector``'s value and the
+    ``fleet``'s, and the stage's close sentence; None when no shard refused."""
+    if fleet is None or not fleet.refusals:
+        return None
+    first = fleet.summary()["terms_refused"][min(fleet.refusals)]
+    return {
+        "reason": "terms_differ",
+        **first,  # field, collector, fleet
+        "detail": fleet.refusal_sentence(),
+    }
 
 
 async def _close_without_fleet(
@@ -554,13 +574,17 @@ async def fleet_side(
     async with open_broker(broker, credentials=credentials) as (transport, info):
         if on_waiting is not None:
             on_waiting()
-        epoch = await wait_for_run(
-            transport,
-            run,
-            terms,
-            client_id=fleet_client_id(run, shard, "wait"),
-            timeout=wait_timeout,
-        )
+        try:
+            epoch = await wait_for_run(
+                transport,
+                run,
+                terms,
+                client_id=fleet_client_id(run, shard, "wait"),
+                timeout=wait_timeout,
+            )
+        except RunTermsDiffer:  # the collector side hears it at once, not at its timeout
+            await _say_refused(scenario, transport, run, shard, terms)
+            raise
         state_file = fleet_state_file(scenario, run, shard, out_dir)
         config = fleet_config(scenario, run, seed, state_file=state_file)
         fleet = Fleet(config, transport, shard=shard)
@@ -664,6 +688,21 @@ async def _say_fleet_done(job: _ShardRun, outcomes: list[DeviceOutcome]) -> None
                     await conn.publish(status.topic, codec.encode(status.message))
     except Exception as error:  # the collector's deadlines are the backstop
         log.warning("fleet shard %s/%s could not say it is done: %s", *job.shard, error)
+
+
+async def _say_refused(scenario, transport, run: str, shard, terms: RunTerms) -> None:
+    """Tell the collector side that this shard refused the run (its announcement had
+    other terms) and says its own (``protocol.fleet_done.FleetRefused``): it closes its
+    stream stage naming the term and both values, instead of waiting ``--fleet-timeout``
+    for devices that will never start. Best effort, as ``_say_fleet_done``: a refusal that
+    cannot be sent is logged, and the collector's deadlines are the backstop."""
+    try:
+        status = fleet_refused_status(run, shard, terms)
+        async with asyncio.timeout(scenario.spec.collector.finish_grace):
+            async with transport.connect(fleet_client_id(run, shard, "done")) as conn:
+                await conn.publish(status.topic, codec.encode(status.message))
+    except Exception as error:
+        log.warning("fleet shard %s/%s could not say it refused the run: %s", *shard, error)
 
 
 async def _start_attacker(scenario, transport, run, shard, credentials):

@@ -22,7 +22,8 @@ def test_every_decodable_message_kind_is_a_known_trace_kind():
 def test_the_kinds_are_those_the_protocol_modules_define():
     """Pin of the refactor that made ``protocol_kinds`` read ``codec.WIRE_KINDS``: the
     same set as the hand-kept module scan it replaced (47 kinds with ``invalid``; 48 since
-    ``fleet_done``, a split run's shard status in protocol/messages.py, 2026-12-07)."""
+    ``fleet_done``, a split run's shard status in protocol/messages.py, 2026-12-07; 49
+    since ``fleet_refused``, a shard's refusal of the run, protocol/fleet_done.py)."""
     import importlib
 
     import msgspec
@@ -30,7 +31,7 @@ def test_the_kinds_are_those_the_protocol_modules_define():
     scanned = {"invalid"}
     for name in (
         "messages", "cadr_messages", "rendezvous", "readiness", "secagg.messages", "lpea",
-        "peer_relay", "partition", "bulk",
+        "peer_relay", "partition", "bulk", "fleet_done",
     ):  # fmt: skip
         module = importlib.import_module(f"ldpfleet.protocol.{name}")
         for value in vars(module).values():
@@ -39,4 +40,4 @@ def test_the_kinds_are_those_the_protocol_modules_define():
                 if isinstance(tag, str) and tag[:1].islower():
                     scanned.add(tag)
     assert protocol_kinds() == scanned == {"invalid", *codec.WIRE_KINDS}
-    assert len(scanned) == 48 and "fleet_done" in scanned
+    assert len(scanned) == 49 and {"fleet_done", "fleet_refused"} <= scanned
