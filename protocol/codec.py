@@ -24,6 +24,7 @@ import msgspec
 from ldpfleet.protocol.bulk import BULK_MESSAGES
 from ldpfleet.protocol.cadr_messages import CADR_MESSAGES
 from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.fleet_done import FLEET_MESSAGES
 from ldpfleet.protocol.lpea import LPEA_CONTROL, LPEA_MESSAGES
 from ldpfleet.protocol.messages import MAX_MECHANISM_NAME, SCHEMA_VERSION, AnyMessage, Message
 from ldpfleet.protocol.partition import PARTITION_MESSAGES
@@ -47,6 +48,7 @@ _PROTOCOL_MESSAGES = (
     *RENDEZVOUS_MESSAGES,
     *READINESS_MESSAGES,
     *PARTITION_MESSAGES,
+    *FLEET_MESSAGES,
     *BULK_MESSAGES,
 )
 WireMessage = AnyMessage | Union[_PROTOCOL_MESSAGES]  # noqa: UP007 (a runtime union of a tuple)

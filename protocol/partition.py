@@ -50,7 +50,6 @@ from typing import Annotated, Literal
 import msgspec
 from ldpfleet.protocol import topics
 from ldpfleet.protocol.errors import RemoteProtocolError
-from ldpfleet.protocol.fleet_done import FLEET_MESSAGES
 from ldpfleet.protocol.messages import Ident, Message, Reason, Seq, Window
 from msgspec import Meta
 
@@ -160,10 +159,7 @@ class CadrReleases(Message, tag="cadr_releases", kw_only=True):
             raise msgspec.ValidationError("values must be finite")
 
 
-# the codec's list of this module's messages; it carries the fleet shards' refusal
-# (``protocol.fleet_done.FLEET_MESSAGES``) too, which a partitioned run's coordinator reads
-# as one collector does, until the codec lists FLEET_MESSAGES itself
-PARTITION_MESSAGES = (PartitionStatus, GcdpWindowMeans, CadrReleases, *FLEET_MESSAGES)
+PARTITION_MESSAGES = (PartitionStatus, GcdpWindowMeans, CadrReleases)
 
 
 def status_topic(run: str) -> str:

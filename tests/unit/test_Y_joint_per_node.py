@@ -24,6 +24,7 @@ def test_the_flag_reweights_the_per_node_reading_above_the_gate(monkeypatch, eps
     args = (search["bucket_sums"], search["thresholds"], n - 1, n, search["eps"])
     unimodal = dpp.unimodal_degree_prior(*args, search["noise_parties"])
     sd = noise_sd(search["eps"], n, search["noise_parties"])
+    monkeypatch.setattr(dpp, "PER_NODE_MEDIAN_TILT_LEVEL", None)  # E6's tilt: its own test
     monkeypatch.setattr(dpp, "JOINT_PER_NODE", False)
     off_node, off_hist = joint_readings(search, n, released, theta, eps_dsr)
     monkeypatch.setattr(dpp, "JOINT_PER_NODE", True)
