@@ -117,6 +117,7 @@ class StreamCoordinator(Machine):
         self._next: float | None = None
         self._reopen = False  # a (restarted) worker said ready after the opening
         self._closing = False  # a check (no fleet) or the fleet's end closed the stage
+        self._closed_detail = ""  # ... and the sentence it was closed with
         self.fleet = fleet  # the fleet shards' statuses (None: nobody reads them)
         self._fleet_ended: FleetEnded | None = None  # every shard said so
 
@@ -204,21 +205,28 @@ class StreamCoordinator(Machine):
 
     def _close_for_fleet(self, ended: FleetEnded) -> None:
         if not self._closing:
-            self._closing = True
-            self._stage("closed", ended.sentence)
+            self._close_early(ended.sentence)
+
+    def _close_early(self, sentence: str) -> None:
+        """Close the open stage before every worker closed (no fleet, or the fleet ended
+        with devices that did not finish); the sentence is said again to a restarted worker."""
+        self._closing, self._closed_detail = True, sentence
+        self._stage("closed", sentence)
 
     def _check(self, now: float) -> None:
-        if self._reopen:  # say it again for a worker that restarted
+        if self._reopen:  # say it again for a worker that restarted: its stage's state
             self._reopen = False
-            self._stage("open")
+            if self._closing:  # closed early: "open" would keep it waiting its stage_timeout
+                self._stage("closed", self._closed_detail)
+            else:
+                self._stage("open")
         self._emit(Progress(*self.tally.progress()))
         silent = self.tally.progress()[2] == 0
         assert self.opened_at is not None
         if not self._closing and silent and now - self.opened_at > self.fleet_timeout:
             sentence = f"no fleet joined run {self.run} within {self.fleet_timeout:g} s"
-            self._closing = True
             self._emit(StageAborted(sentence))
-            self._stage("closed", sentence)
+            self._close_early(sentence)
 
     def _finish(self) -> None:
         if not self._closing:

@@ -266,3 +266,19 @@ def test_without_a_reader_the_coordinator_ignores_statuses():
     machine.fleet_done(*status_whole(0, finished=6), now=1.0)
     machine.refuse_fleet_done("t", RemoteProtocolError("x", field="payload"))
     assert machine.pop_outbound() == [] and machine.pop_events() == []
+
+
+def test_a_worker_restarted_after_the_fleet_close_is_told_closed_again():
+    """Helper R's review: after the fleet's close order a restarted worker's "ready" made
+    the next check say "open" to every worker, and no "closed" followed (the restarted
+    worker then waited for its own stage_timeout)."""
+    machine = _coordinator()
+    machine.fleet_done(*status_whole(1, finished=5), now=1.0)
+    for part in _parts():
+        machine.fleet_done(*part, now=2.0)
+    machine.pop_events()
+    assert [s.state for s in _stages(machine)] == ["closed"]
+    machine.receive(_status(0, "ready"), 3.0)  # worker 0 restarted
+    machine.handle_timer(10.0)  # the next check
+    said = [s.state for s in _stages(machine)]
+    assert said[-1:] in ([], ["closed"]), said  # the last word stays "closed"
