@@ -63,7 +63,10 @@ every device of its slice stopped, names the first term that differs with both v
 shard said done or refused, ends the stage with a sentence that says so
 ("fleet shard 0 of 1 refused run r: the collector runs seed 1, the fleet seed 2; start
 both sides with the same scenario and seed"). A ``FleetRefused`` whose terms are the
-collector's own (nothing to refuse) is refused itself (field ``terms``).
+collector's own (nothing to refuse) is refused itself (field ``terms``). A shard restarted
+with the collector's terms before the fleet ended (the user followed the sentence while
+other shards ran) replaces its refusal with its done status; once the fleet ended, the
+refusal stands and a later status is a duplicate.
 
 A lost, late or never-sent status (a shard killed before its devices ended) changes
 nothing: the stage closes on its own deadlines, as before. No I/O and no clock.
@@ -341,7 +344,10 @@ class FleetStatus(Machine):
         status = self._checked(topic, message)
         shard = status.shard
         partial = self._partial.get(shard)
-        if shard in self.heard or (partial is not None and status.part in partial.heard):
+        # a shard that refused and was restarted with the collector's terms before the fleet
+        # ended: its done status replaces its refusal (helper R2's review, 2026-12-07)
+        heard = shard in self.heard and not self._replaces_refusal(shard)
+        if heard or (partial is not None and status.part in partial.heard):
             self.duplicates += 1
             return
         listed = [*status.gone, *status.stopped]
@@ -356,6 +362,8 @@ class FleetStatus(Machine):
                 f"fleet shard {shard} of {status.shards}",
                 field="finished",
             )
+        if self._replaces_refusal(shard):  # valid: the refusal goes, the status counts
+            del self.heard[shard], self.refusals[shard]
         self.shards = status.shards
         if partial is None:
             partial = _Partial(status.finished, status.parts, {}, set())
@@ -373,6 +381,11 @@ class FleetStatus(Machine):
             status.parts,
         )
         self._maybe_ended(status.shards)
+
+    def _replaces_refusal(self, shard: int) -> bool:
+        """A status of ``shard`` now takes the place of its refusal: the fleet has not ended
+        (once it ended, the refusal's sentence stands and a later status is a duplicate)."""
+        return shard in self.refusals and self.ended is None
 
     def _maybe_ended(self, shards: int) -> None:
         """Every shard said done (or refused): ``FleetEnded``, once."""
@@ -454,7 +467,9 @@ class FleetStatus(Machine):
         """A part names the ``finished`` and part count its shard's earlier parts or its
         whole status named (a later status that disagrees with a shard heard in full is
         refused, as a whole status that disagreed always was)."""
-        said = self.heard.get(message.shard) or self._partial.get(message.shard)
+        said = self._partial.get(message.shard)
+        if message.shard not in self.refusals:  # a refusal said no count: nothing to agree
+            said = self.heard.get(message.shard) or said
         if said is None:
             return
         if message.parts != said.parts:

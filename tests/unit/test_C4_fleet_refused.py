@@ -130,3 +130,38 @@ def test_the_coordinators_reader_takes_a_refusal_as_a_status():
     reader.receive(*refused(0, 1, seed=2), now=1.0)
     [ended] = [e for e in reader.pop_events() if isinstance(e, FleetEnded)]
     assert ended.refusal == ("seed", 7, 2) and reader.summary()["refused"] == 0
+
+
+def test_a_refused_shard_restarted_before_the_fleet_ended_replaces_its_refusal():
+    """Helper R2's review: shard 0 refused (seed 2), the user restarted it with the right
+    seed while shard 1 ran; its done status was refused ("its earlier parts said 0") and
+    the fleet ended with shard 0's delivering devices counted as stopped (terms_differ)."""
+    machine = FleetStatus(RUN, DEVICES, OURS)
+    machine.receive(*refused(0, 2, seed=2), now=1.0)
+    machine.receive(*done(0, 2, 4), now=5.0)  # restarted: all four delivered
+    assert machine.pop_events() == [] and machine.duplicates == 0
+    machine.receive(*done(1, 2, 3), now=6.0)
+    [ended] = machine.pop_events()
+    assert (ended.finished, ended.gone, ended.stopped, ended.refusal) == (7, (), (), None)
+    assert machine.summary()["terms_refused"] in ({}, None)
+
+
+def test_a_restarted_shard_in_parts_keeps_the_fleet_open_until_its_last_part():
+    machine = FleetStatus(RUN, DEVICES, OURS)
+    machine.receive(*refused(0, 2, seed=2), now=1.0)
+    first, second = fleet_done_statuses(RUN, (0, 2), 0, (), ["d00", "d02", "d04", "d06"], limit=2)
+    machine.receive(topics.parse(first.topic), first.message, now=2.0)
+    machine.receive(*done(1, 2, 3), now=3.0)
+    assert machine.pop_events() == []  # shard 0's status is not whole yet
+    machine.receive(topics.parse(second.topic), second.message, now=4.0)
+    [ended] = machine.pop_events()
+    assert ended.stopped == ("d00", "d02", "d04", "d06") and ended.refusal is None
+
+
+def test_once_the_fleet_ended_a_refusal_stands():
+    machine = FleetStatus(RUN, DEVICES, OURS)
+    machine.receive(*refused(0, 1, seed=2), now=1.0)
+    assert machine.pop_events()[0].refusal == ("seed", 7, 2)
+    machine.receive(*done(0, 1, 7), now=2.0)
+    assert machine.duplicates == 1 and machine.pop_events() == []
+    assert machine.summary()["terms_refused"][0]["fleet"] == 2
