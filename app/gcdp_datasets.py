@@ -95,6 +95,7 @@ from ldpfleet.collector.gcdp.evaluation import (
     window_means,
     window_span,
 )
+from ldpfleet.devices.compressed import MAX_UNPACKED_ENV
 from ldpfleet.devices.sources import (
     DecimalMarkError,
     SourceError,
@@ -779,8 +780,9 @@ def _load(path, name: str, decimal: str = ".") -> tuple[np.ndarray, np.ndarray]:
     try:
         x, y = load_occupancy(path, decimal)
     except (OSError, ValueError, KeyError, IndexError, StopIteration) as error:
-        if isinstance(error, ParameterError) and error.field == "decimal":
-            raise  # the decimal mark refused for this file (it names the file): --decimal
+        if isinstance(error, ParameterError) and error.field in ("decimal", MAX_UNPACKED_ENV):
+            raise  # the decimal mark refused for this file (it names the file): --decimal;
+            # or the unpacked-size cap's environment variable refused: it names itself
         if isinstance(error, UnpackedTooLargeError):  # compressed past the cap
             raise UnpackedTooLargeError(
                 error.reason, field=name, limit=error.limit, value=error.value

@@ -77,9 +77,11 @@ MAX_LAYERS = 2  # a .tar.bz2 is bzip2 around tar; a .csv.gz.gz two gzip layers: 
 
 # The cap on the bytes one layer unpacks to. The shipped data sets unpack to well under
 # 100 MB (the largest, SNAP's wiki-Vote edge list, to 1.1 MB); a user's file that needs more
-# raises it with the environment variable. At the cap the unpacking holds the cap once in
-# pieces and once joined (4 GiB at 2 GiB), which a 24 GiB machine survives; the readers
-# after it need several times the text's size again (docs/scenarios.md, "Compressed files").
+# raises it with the environment variable. At the cap one layer's unpacking holds the cap
+# once in pieces and once joined (4 GiB at 2 GiB); with two layers the first layer's output
+# stays alive while the second unpacks, about 3 x the cap (6 GiB) plus the input, which a
+# 24 GiB machine survives; the readers after it need several times the text's size again
+# (docs/scenarios.md, "Compressed files").
 DEFAULT_MAX_UNPACKED = 2 * 1024**3
 MAX_UNPACKED_ENV = "LDPFLEET_MAX_UNPACKED"
 _CHUNK = 1 << 20  # bytes unpacked per read: the cap is checked after each
@@ -102,7 +104,8 @@ def max_unpacked() -> int:
         return DEFAULT_MAX_UNPACKED
     match = _SIZE.fullmatch(text)
     unit = _UNITS.get(match.group(2).lower()) if match else None
-    size = int(float(match.group(1)) * unit) if match and unit else 0
+    value = float(match.group(1)) * unit if match and unit else 0.0
+    size = int(value) if value < 2**63 else 0  # '9' * 400 is an inf float: refused
     if size < 1:
         from ldpfleet.protocol.errors import ParameterError
 
