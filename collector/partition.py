@@ -30,7 +30,7 @@ from ldpfleet.broker.pump import (
     publish_outbound,
     unless_failed,
 )
-from ldpfleet.broker.transport import Connection, Transport
+from ldpfleet.broker.transport import Connection, ConnectionLost, Transport
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.errors import RemoteProtocolError
 from ldpfleet.protocol.fleet_done import FleetStatusReader, fleet_done_filter
@@ -231,10 +231,17 @@ def _fleet_done(machine: StreamCoordinator, delivery, now: float) -> None:
 
 
 async def _until(
-    changed: asyncio.Event, done: Callable[[], bool], *workers: asyncio.Future
+    changed: asyncio.Event, done: Callable[[], bool], reader: asyncio.Future, *workers
 ) -> None:
-    """Wait until ``done()``, re-checked on each change; the error of any of ``workers``
-    (the pump's reader and timers) that fails meanwhile is raised at once."""
+    """Wait until ``done()``, re-checked on each change; the error of the pump's ``reader``
+    or of any of ``workers`` (its timers) that fails meanwhile is raised at once, and so is
+    the reader's end without an error (its session ended: a client that took over the
+    coordinator's id), which the open stage has no deadline for (helper R2's review)."""
     while not done():
         changed.clear()
-        await changed_unless_failed(changed, *workers)
+        await changed_unless_failed(changed, reader, *workers)
+        if reader.done() and not reader.cancelled() and not done():
+            raise ConnectionLost(
+                "the coordinator's status subscription ended before the stage closed "
+                "(another client connected with its client id?)"
+            )

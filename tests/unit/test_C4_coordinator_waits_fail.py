@@ -167,3 +167,38 @@ def test_a_worker_that_ends_cleanly_wakes_the_wait_once_and_is_not_watched_again
         return woke
 
     assert VirtualTimeLoop.run(session()) == [1.0, 5.0]
+
+
+def test_a_reader_whose_session_was_taken_over_fails_the_open_stage_at_once():
+    """Helper R2's review: a client connecting with the coordinator's id at 1 s ends its
+    reader WITHOUT an error (the memory broker's takeover, as ``broker.session`` does);
+    the open stage has no deadline once devices joined, so the wait hung. Now it fails
+    then, naming the ended subscription."""
+    from ldpfleet.broker.transport import ConnectionLost
+
+    transport = MemoryTransport()
+
+    async def session() -> float:
+        loop = asyncio.get_running_loop()
+
+        async def workers() -> None:
+            async with transport.connect(f"{RUN}-workers") as conn:
+                await conn.publish_many((status_topic(RUN), _ready(p)) for p in (0, 1))
+                await asyncio.Event().wait()
+
+        async def intruder() -> None:
+            await asyncio.sleep(1.0)
+            async with transport.connect(f"{RUN}-collector-coordinator"):
+                await asyncio.Event().wait()
+
+        tasks = [asyncio.create_task(workers()), asyncio.create_task(intruder())]
+        try:
+            with pytest.raises(ConnectionLost, match="subscription ended"):
+                async with asyncio.timeout(OUTER):
+                    await coordinate_stream(transport, RUN, 2, workers_timeout=WORKERS_TIMEOUT)
+            return loop.time()
+        finally:
+            for task in tasks:
+                task.cancel()
+
+    assert VirtualTimeLoop.run(session()) == pytest.approx(1.0)
