@@ -291,11 +291,17 @@ def check_device_id(device: str) -> str:
         raise ValueError(f"device id {device!r} is not an identifier (1-64 of A-Za-z0-9_.-)")
     if device in ROLES:
         raise ValueError(f"device id {device!r} is a reserved service name")
-    if any(device.startswith(f"{s}-") for s in (*SERVICES, ADMIN)):
+    if device.startswith(_SERVICE_PREFIXES):
         raise ValueError(f"device id {device!r} starts like a service's client id")
-    if any(suffix and device.endswith(suffix) for suffix in DEVICE_CLIENT_SUFFIXES):
+    if device.endswith(_EXTRA_SUFFIXES):
         raise ValueError(f"device id {device!r} ends like a device's extra client id")
     return device
+
+
+# check_device_id's tests as one str.startswith / endswith each (the generator expressions
+# building these per call were ~1/3 of its cost; a broker's ACL decisions call it 3 times)
+_SERVICE_PREFIXES = tuple(f"{s}-" for s in (*SERVICES, ADMIN))
+_EXTRA_SUFFIXES = tuple(suffix for suffix in DEVICE_CLIENT_SUFFIXES if suffix)
 
 
 # ``AccessPolicy.allowed`` remembers this many decisions a device of the run (a device
@@ -350,8 +356,8 @@ class AccessPolicy:
         if not client_id.startswith(prefix) or not _IDENT.match(client_id[len(prefix) :]):
             return False
         rest = client_id[len(prefix) :]
-        if role == "device":
-            return rest in {f"{username}{suffix}" for suffix in DEVICE_CLIENT_SUFFIXES}
+        if role == "device":  # rest is username + one of DEVICE_CLIENT_SUFFIXES
+            return rest.startswith(username) and rest[len(username) :] in DEVICE_CLIENT_SUFFIXES
         if role == ADMIN:
             return True
         if role == BULK_GATEWAY:
