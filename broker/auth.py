@@ -322,6 +322,10 @@ class AccessPolicy:
     partitions: int = 1  # > 1: device topics carry the p{p} level (module doc)
     gateways: int = 0  # bulk gateways gateway-g0 .. gateway-g{gateways-1} (module doc)
     _cache: dict = field(default_factory=dict, compare=False, repr=False)
+    # username -> (rules_for, denied_for) of a known username, for ``_decide``: a device's
+    # few decisions built its rules each time (helper A, 2026-12-07: ~5 % of the
+    # fleet-stream audit's CPU); the same bound as ``_cache``
+    _rules: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not _IDENT.match(self.run):
@@ -394,11 +398,25 @@ class AccessPolicy:
         role = self.role_of(username)
         return [t.replace("{run}", self.run) for t in DENIED.get(role or "", ())]
 
-    def _denied(self, username: str, action: str, topic: str) -> bool:
+    def _rules_and_denied(self, username: str) -> tuple[list[Rule], list[str]]:
+        """``(rules_for(username), denied_for(username))``, remembered (a pure function of
+        the frozen policy and the module's tables)."""
+        found = self._rules.get(username)
+        if found is None:
+            found = (self.rules_for(username), self.denied_for(username))
+            if len(self._rules) >= self.decisions_max:
+                self._rules.clear()
+            self._rules[username] = found
+        return found
+
+    def _denied(
+        self, username: str, action: str, topic: str, denied: list[str] | None = None
+    ) -> bool:
         """A publish or receive of a denied topic, or a subscription whose filter could
         match one (the in-memory transport and the embedded broker check a filter once, at
         SUBSCRIBE; Mosquitto grants the filter and drops each denied delivery)."""
-        denied = self.denied_for(username)
+        if denied is None:
+            denied = self.denied_for(username)
         if action == "subscribe":
             return valid_filter(topic) and any(topic_matches(topic, t) for t in denied)
         return topic in denied
@@ -426,9 +444,9 @@ class AccessPolicy:
         if action not in ACTIONS or not self.client_ids_ok(username, client_id):
             return False
         assert username is not None
-        if self._denied(username, action, topic):
+        rules, denied = self._rules_and_denied(username)
+        if self._denied(username, action, topic, denied):
             return False
-        rules = self.rules_for(username)
         if action == "publish":
             if not valid_topic(topic) or topic.startswith("$"):
                 return False

@@ -53,6 +53,7 @@ wrong (``ParameterError``, field ``mechanism``). The check is not a privacy proo
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import traceback
@@ -330,18 +331,33 @@ def _binds_one_argument_key(factory: object) -> tuple | None:
     """What ``inspect.signature`` of the class ``factory`` reads (the class, its metaclass's
     ``__call__``, its ``__new__`` and ``__init__`` as resolved now, a stated
     ``__signature__`` or ``__wrapped__``), so a class or method replaced later (a planted
-    mutant) is a new key; None (never remembered) for anything but a plain class."""
-    if not isinstance(factory, type):
-        return None
+    mutant) is a new key; a ``functools.partial`` of such a class (the built-in ``sw``) by
+    that and its bound arguments as they are now; None (never remembered) for anything
+    else."""
     try:
-        key = (
-            factory,
-            type(factory).__call__,
-            factory.__new__,
-            factory.__init__,
-            getattr(factory, "__signature__", None),
-            getattr(factory, "__wrapped__", None),
-        )
+        if isinstance(factory, functools.partial):
+            inner = _binds_one_argument_key(factory.func)
+            if inner is None:
+                return None
+            key = (
+                "partial",
+                inner,
+                factory.args,
+                tuple(factory.keywords.items()),
+                getattr(factory, "__signature__", None),
+                getattr(factory, "__wrapped__", None),
+            )
+        elif isinstance(factory, type):
+            key = (
+                factory,
+                type(factory).__call__,
+                factory.__new__,
+                factory.__init__,
+                getattr(factory, "__signature__", None),
+                getattr(factory, "__wrapped__", None),
+            )
+        else:
+            return None
         hash(key)
     except Exception:  # an unhashable or odd attribute: inspect it every time
         return None
