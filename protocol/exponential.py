@@ -65,6 +65,15 @@ __all__ = [
 
 
 def _check_scores(scores: object) -> np.ndarray:
+    if (
+        type(scores) is np.ndarray
+        and scores.dtype == np.float64
+        and scores.ndim == 1
+        and scores.size
+        and np.isfinite(scores).all()
+    ):  # the common case (an NDOE score vector), the same array the general path returns;
+        # about half of its cost (helper A, 2026-12-07: 6.4 of 172 s of degree-connected)
+        return scores
     s = real_array(scores, "scores")
     if s.ndim == 0 or s.shape[-1] == 0:
         raise ParameterError(

@@ -548,14 +548,14 @@ def exponential_choice(rng: np.random.Generator, scores: np.ndarray, rate: Fract
     exp(-gap_j) <= n``). Every candidate has a positive probability, however small (no
     underflow: the gaps are exact rationals)."""
     array = np.asarray(scores, dtype=float).ravel()
-    if array.size == 0 or not np.all(np.isfinite(array)):
+    if array.size == 0 or not np.isfinite(array).all():  # the method: np.all's wrapper skipped
         raise ParameterError(
             "must be a non-empty array of finite numbers",
             field="scores",
             limit="a non-empty array of finite numbers (value: size if empty, else 1st non-finite)",
             value=array.size if array.size == 0 else float(array[~np.isfinite(array)][0]),
         )
-    r = Fraction(rate)
+    r = rate if type(rate) is Fraction else Fraction(rate)  # Fraction(a Fraction) is a copy
     if r < 0:
         raise ParameterError(f"must be >= 0, got {rate!r}", field="rate", limit=">= 0", value=rate)
     values = array.tolist()
