@@ -186,6 +186,13 @@ async def coordinate_stream(
             machine.open(loop.time())
             await moved()
             await _until(changed, lambda: machine.done, reader, timer_task)
+            # ``done`` turns true inside ``receive``, before the reader's ``moved`` has
+            # published the outbox (``stream closed``): a wake from an earlier change
+            # ended this wait while the reader was publishing, and leaving cancelled it —
+            # the close was never said (CI, 2026-12-07: P = 4's traces lacked it). What
+            # is left goes out here, after any publish in progress (the lock).
+            async with lock:
+                await publish_outbound(conn, machine)
     return machine.tally
 
 
