@@ -12,6 +12,7 @@ from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.readiness import ReadinessBarrier
 from ldpfleet.scenarios.side_process import _arguments
 
+# a side process's required arguments, before the option under test
 BASE = ["collector", "quickstart", "--broker", "mqtt://127.0.0.1:1", "--run", "r1", "--out", "o"]
 
 
@@ -26,32 +27,12 @@ def test_the_readiness_barrier_refuses_a_timeout_that_is_not_finite_and_positive
 @pytest.mark.parametrize("option", ["--fleet-timeout", "--wait-timeout"])
 @pytest.mark.parametrize("text", ["inf", "nan", "0", "-3", "soon"])
 def test_the_side_process_refuses_the_same_timeouts(option, text, capsys):
-    base = [
-        "collector",
-        "quickstart",
-        "--broker",
-        "mqtt://127.0.0.1:1",
-        "--run",
-        "r1",
-        "--out",
-        "o",
-    ]
     with pytest.raises(SystemExit) as info:
-        _arguments([*base, option, text])
+        _arguments([*BASE, option, text])
     assert info.value.code == 2
     assert option in capsys.readouterr().err
 
 
 def test_a_finite_timeout_is_taken():
-    base = [
-        "collector",
-        "quickstart",
-        "--broker",
-        "mqtt://127.0.0.1:1",
-        "--run",
-        "r1",
-        "--out",
-        "o",
-    ]
-    assert _arguments([*base, "--fleet-timeout", "2.5"]).fleet_timeout == 2.5
+    assert _arguments([*BASE, "--fleet-timeout", "2.5"]).fleet_timeout == 2.5
     assert ReadinessBarrier("r1", ["d0000"], timeout=2.5).timeout == 2.5
