@@ -155,6 +155,18 @@ def _smoothing(value: object) -> float:
     return w
 
 
+def _dsr_inputs(released, reading, theta, eps_dsr) -> tuple:
+    """The checked inputs both readings of the DSR values share: the releases, the reading
+    over degrees 0..d (its length names the degree bound d), θ (at most d) and the DSR
+    values' Laplace scale b = θ / ε_dsr; ``ParameterError`` naming the field otherwise."""
+    y = _releases(released)
+    r = np.asarray(reading, dtype=float).reshape(-1)
+    d = integer_at_least(r.size - 1, "degree_bound", 1)
+    r = _reading(r, d)
+    t = min(integer_at_least(theta, "theta", 1), d)
+    return y, r, d, t, t / positive_real(eps_dsr, "eps_dsr")
+
+
 def joint_prior(
     released: object,
     theta: int,
@@ -177,12 +189,7 @@ def joint_prior(
     shape inside a group is ``(1 − w)`` the free one plus ``w`` the start's (a Dirichlet
     prior centred on the start's shape with pseudo-counts ``w / (1 − w)`` times the
     group's; 0: the free shape). Post-processing: no budget."""
-    y = _releases(released)
-    r = np.asarray(reading, dtype=float).reshape(-1)
-    d = integer_at_least(r.size - 1, "degree_bound", 1)
-    r = _reading(r, d)
-    t = min(integer_at_least(theta, "theta", 1), d)
-    b = t / positive_real(eps_dsr, "eps_dsr")
+    y, r, d, t, b = _dsr_inputs(released, reading, theta, eps_dsr)
     n = integer_at_least(devices, "devices", 1)
     s = positive_real(sigma, "sigma")
     steps = integer_at_least(iterations, "iterations", 0)
@@ -281,12 +288,7 @@ def median_group_tilt(
     ±``TILT_SPAN``. Post-processing of the releases and the counts: no budget."""
     from scipy.stats import chi2
 
-    y = _releases(released)
-    p = np.asarray(prior, dtype=float).reshape(-1)
-    d = integer_at_least(p.size - 1, "degree_bound", 1)
-    p = _reading(p, d)
-    t = min(integer_at_least(theta, "theta", 1), d)
-    b = t / positive_real(eps_dsr, "eps_dsr")
+    y, p, d, t, b = _dsr_inputs(released, prior, theta, eps_dsr)
     alpha = positive_real(level, "level")
     if alpha >= 1.0:
         raise ParameterError(
