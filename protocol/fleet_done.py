@@ -27,8 +27,9 @@ report can come any more):
   results and still checks that each one is a device of the shard's slice, listed once —
   a digest of lists it never sees would leave it nothing to check and nothing to report.
   A part holds the one-message status's limits, so no payload grows past what a one-part
-  status may already be (at most 2 x 20,000 ids of 64 characters, ~2.7 MB); a
-  100,000,000-device slice needs 5,000 parts at most, ``MAX_FLEET_DONE_PARTS``);
+  status may already be (at most 2 x 15,000 ids of 64 characters, ~2.01 MB, under the
+  codec's 2 MiB); a 100,000,000-device slice needs 6,667 parts at most,
+  ``MAX_FLEET_DONE_PARTS``);
 * the collector side's ``FleetStatus`` knows the run's device ids. It accepts a status
   only if its topic and payload agree (run, sender = the topic's name = ``fleet-i-of-k``,
   not a device of the run), ``k`` is the one every earlier status named, and its lists

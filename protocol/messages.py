@@ -180,10 +180,13 @@ class Withdraw(Message, tag="withdraw", kw_only=True):
 
 
 MAX_FLEET_SHARDS = 4096  # fleet shards of one run a status may name
-MAX_LISTED_DEVICES = 20_000  # device ids one FleetDone lists (2 MiB payload at 64 chars)
+# device ids each list of one FleetDone holds: both lists full of 64-character ids encode
+# to ~2.01 MB, under codec.MAX_PAYLOAD (2 MiB; 20,000 encoded to ~2.68 MB, refused as
+# oversize by every reader: helper R's review, 2026-12-07, tests/unit/test_R3_*)
+MAX_LISTED_DEVICES = 15_000
 MAX_DEVICES = 100_000_000  # a shard's finished count
 # the parts one shard's status may come in (MAX_DEVICES listed, MAX_LISTED_DEVICES a part)
-MAX_FLEET_DONE_PARTS = -(-MAX_DEVICES // MAX_LISTED_DEVICES)  # 5,000
+MAX_FLEET_DONE_PARTS = -(-MAX_DEVICES // MAX_LISTED_DEVICES)  # 6,667
 
 
 class FleetDone(Message, tag="fleet_done", kw_only=True):

@@ -78,7 +78,7 @@ def test_the_builder_refuses_a_bad_limit_or_too_many_parts():
     with pytest.raises(ParameterError) as refused:
         fleet_done_statuses(RUN, (0, 1), 0, many, [], limit=1)
     assert refused.value.field == "limit" and str(MAX_FLEET_DONE_PARTS) in refused.value.limit
-    assert len(fleet_done_statuses(RUN, (0, 1), 0, many[:-1], [], limit=1)) == 5000
+    assert len(fleet_done_statuses(RUN, (0, 1), 0, many[:-1], [], limit=1)) == MAX_FLEET_DONE_PARTS
 
 
 def test_the_shape_before_parts_decodes_as_one_part_and_the_codec_checks_the_part():
