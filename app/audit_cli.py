@@ -332,9 +332,12 @@ def _parse_eps(text: str) -> tuple[float, ...]:
 
     values = []
     for entry in entries:
+        # float() reads "0_5" as 5: a typo for 0.5 must not audit ten times the budget
+        if "_" in entry:  # the one sentence of a bad budget (core.EPS_CLAIM_RULE)
+            check_claimed_eps(entry)
         try:
             values.append(float(entry))
-        except ValueError:  # the one sentence of a bad budget (core.EPS_CLAIM_RULE)
+        except ValueError:
             check_claimed_eps(entry)
     values = tuple(values)
     for index, value in enumerate(values):

@@ -18,6 +18,7 @@ import io
 import os
 import re
 import zlib
+from decimal import Decimal
 
 __all__ = [
     "ARCHIVES",
@@ -88,6 +89,7 @@ _CHUNK = 1 << 20  # bytes unpacked per read: the cap is checked after each
 _UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3,
           "gb": 1000**3, "t": 1000**4, "tb": 1000**4, "kib": 1024, "mib": 1024**2,
           "gib": 1024**3, "tib": 1024**4}  # fmt: skip
+_MAX_CAP = 2**63  # a cap must fit a signed 64-bit count of bytes
 _SIZE = re.compile(r"\s*(\d+(?:\.\d*)?)\s*([a-z]*)\s*", re.IGNORECASE)
 
 
@@ -104,8 +106,17 @@ def max_unpacked() -> int:
         return DEFAULT_MAX_UNPACKED
     match = _SIZE.fullmatch(text)
     unit = _UNITS.get(match.group(2).lower()) if match else None
-    value = float(match.group(1)) * unit if match and unit else 0.0
-    size = int(value) if value < 2**63 else 0  # '9' * 400 is an inf float: refused
+    # Decimal, not float: a byte count above 2**53 is the cap asked for, to the byte
+    size = int(Decimal(match.group(1)) * unit) if match and unit else 0
+    if size >= _MAX_CAP:
+        from ldpfleet.protocol.errors import ParameterError
+
+        raise ParameterError(
+            f"must be below 2**63 bytes (8 EiB), got {text!r}",
+            field=MAX_UNPACKED_ENV,
+            limit="a size < 2**63 bytes (8 EiB)",
+            value=text,
+        )
     if size < 1:
         from ldpfleet.protocol.errors import ParameterError
 

@@ -124,6 +124,7 @@ from ldpfleet.devices.compressed import (
     UnpackedTooLarge,
     check_zip_size,
     compression,
+    max_unpacked,
     not_unpacked,
     unpack,
 )
@@ -637,11 +638,19 @@ def _dated_data_line(first: list[str], second: list[str] | None) -> bool:
     return "time" in kinds and kinds == [_cell_kind(cell.strip()) for cell in second]
 
 
+def _cache_key(path: str, st: os.stat_result) -> tuple[str, int, int, int]:
+    """What a cached parse of ``path`` depends on besides its settings: the real path,
+    mtime and size (an edited file is read again) and the unpacked-size cap (a file read
+    under a larger cap is refused again once it is lowered: helper R's review,
+    2026-12-07)."""
+    return (os.path.realpath(path), st.st_mtime_ns, st.st_size, max_unpacked())
+
+
 @functools.lru_cache(maxsize=32)
 def _parse_table(
-    path: str, _key: tuple[str, int, int], has_header: bool | None = None, decimal: str = "."
+    path: str, _key: tuple[str, int, int, int], has_header: bool | None = None, decimal: str = "."
 ) -> tuple:
-    """Parse ``path``; ``_key`` (real path, mtime, size) invalidates the cache on edits.
+    """Parse ``path``; ``_key`` (``_cache_key``) invalidates the cache on edits.
     Also returns the dropped columns (name -> first data value, its line number, whether
     every value is missing), the broken ones (``_table``), the columns with missing values
     (matrix column -> first missing cell, its line) and the mask of missing cells (None
@@ -1502,7 +1511,7 @@ def _table(path: str, header: bool | None = None, decimal: str = "."):
         )
     if not os.path.isfile(path):
         raise SourceError(f"{path} is not a regular file", field="source.path")
-    return _parse_table(path, (os.path.realpath(path), st.st_mtime_ns, st.st_size), header, decimal)
+    return _parse_table(path, _cache_key(path, st), header, decimal)
 
 
 def load_table(
@@ -1787,7 +1796,7 @@ def _filled_series(spec: CsvSpec) -> tuple[np.ndarray, dict]:
     names = list(_table(path, spec.header, spec.decimal)[0])
     return _filled_table(
         path,
-        (os.path.realpath(path), st.st_mtime_ns, st.st_size),
+        _cache_key(path, st),
         spec.header,
         spec.decimal,
         spec.missing,

@@ -885,7 +885,8 @@ def run_audit(
     evaluation; default the entry's own). The claim is (eps, delta) for every entry: an
     entry whose mechanism has no delta (pure eps-DP) is audited against the weaker claim
     the caller states, ``eps_LB = ln((alpha_lo - delta) / beta_hi)``. Entries with a fixed
-    claim (``secagg``: eps = 0) still check that ``eps`` is a number >= 0. Every argument
+    claim (``secagg``: eps = 0) still check ``eps`` by the rule below (0, or a number in
+    [1e-12, 50]: ``run_audit("secagg", 51)`` is refused). Every argument
     is checked (``check_audit_arguments``) before anything is built or run; ``eps`` by the
     one rule of a claimed eps (``core.check_claimed_eps``: 0 only for the entries that
     claim nothing leaks), so ``run_audit("laplace", 0)`` says what ``ldpfleet audit
