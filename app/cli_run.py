@@ -376,7 +376,8 @@ def _dropped_rows(results: dict) -> list[tuple[str, str]]:
     dropped = results.get("dropped")
     if not isinstance(dropped, dict):
         return []
-    released = results["devices"] - dropped["count"]
+    # the release's own count: a device that refused its budget released nothing either
+    released = len(results.get("released") or {}) or results["devices"] - dropped["count"]
     return [
         ("dropped out", f"{dropped['count']} at {dropped['stage']} (errors over the "
                         f"{released:,} released devices)"),

@@ -959,9 +959,10 @@ def _theta_search(degrees: np.ndarray, outcome, budget: CadrBudget, bound: int) 
 def complete_results(partial: dict, stats: dict[str, DeviceStats]) -> dict:
     """``collector_results`` (or the collector side's results.json) plus what only the
     devices know — the results of ``ldpfleet run``, keys in its order. ``stats`` must
-    cover every device. The kept edges, the Thm 3.5 bounds and ``ledger_exact`` cover the
-    devices in the release (a device that dropped out released nothing, and its ledger
-    holds only what it spent before: ``ledgers``, ``ledger_min``)."""
+    cover every device. The kept edges and the Thm 3.5 bounds cover the devices in the
+    release, ``ledger_exact`` every device that did not drop out (a device that dropped out
+    released nothing, and its ledger holds only what it spent before: ``ledgers``,
+    ``ledger_min``; one that refused its budget makes ``ledger_exact`` false)."""
     every = list(partial["per_device"])
     missing = [name for name in every if name not in stats]
     if missing:
@@ -983,7 +984,9 @@ def complete_results(partial: dict, stats: dict[str, DeviceStats]) -> dict:
     for name, bound in zip(names, bounds, strict=True):
         per_device[name]["thm35_bound"] = bound
     spent = [stats[name].spent for name in every]
-    exact = [math.isclose(stats[n].spent, partial["eps"], rel_tol=1e-9) for n in names]
+    # every device that did not drop out (one that refused its budget makes it false)
+    stayed = [name for name in every if "dropped" not in per_device[name]]
+    exact = [math.isclose(stats[n].spent, partial["eps"], rel_tol=1e-9) for n in stayed]
     devices = {
         "kept_edge_ratio": kept_edge_ratio(degrees, kept),
         "max_kept_degree": int(kept.max()) if kept.size else 0,
