@@ -227,6 +227,7 @@ async def run_cadr_collector(
                 if negotiates(method):  # clip: no relay phase, the releases follow θ
                     await state.relay_phases(max_rounds)
                 gathered = await state.await_releases(theta, budget.dsr, releases)
+                await state.flush()  # the last Ack, if the reader is still publishing it
         finally:
             if store is not None:
                 store.close()
@@ -287,6 +288,9 @@ class _CadrRun:
     # the inbound buffer and its reader (``consume``) once it runs: a passed deadline of a
     # wait is held while deliveries sit in that buffer (``_answer``)
     hold: InputHold | None = None
+    # one publisher of the machines' outboxes at a time (the reader, the main task's
+    # ``flush``): the main task's last flush waits for a publish in progress (``flush``)
+    publishing: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def __post_init__(self) -> None:
         self.gate = CadrAdmission(self.run, self.members)
@@ -363,7 +367,8 @@ class _CadrRun:
                 self.depart(event)
             elif isinstance(event, ForIntake):
                 await self.handle(event.topic, event.message, now)
-        await publish_outbound(self.conn, self.gate)
+        async with self.publishing:
+            await publish_outbound(self.conn, self.gate)
 
     async def handle(self, topic: topics.Topic, message: object, now: float) -> None:
         """One DSR release or budget refusal: persist accepted releases, then ack."""
@@ -378,9 +383,21 @@ class _CadrRun:
         for event in accepted:  # persisted: now acknowledge
             self.outcome.duplicates += event.duplicate
             intake.ack(event.device, event.seq)
-        await publish_outbound(self.conn, intake)
+        async with self.publishing:
+            await publish_outbound(self.conn, intake)
         self.stage.intake_changed()
         self.changed.set()
+
+    async def flush(self) -> None:
+        """Publish what the intake and the admission machine still hold, after any publish
+        of the reader's in progress: the DSR stage may end (its deadline, a last will)
+        while the reader publishes the last release's ``Ack``, and leaving
+        ``run_cadr_collector``'s ``background(consume)`` cancels the reader — the last
+        device never heard it (tests/e2e/test_B5_cadr_last_ack.py)."""
+        async with self.publishing:
+            if self.intake is not None:
+                await publish_outbound(self.conn, self.intake)
+            await publish_outbound(self.conn, self.gate)
 
     async def announce_theta(self, theta: int, eps_dsr: float, *, local: bool) -> None:
         """Close the θ stage, open the local DSR intake (``local``; the admission machine

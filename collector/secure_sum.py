@@ -137,22 +137,28 @@ async def secure_sum(
             await devices_ready
         server.start(loop.time())
         await pump.after_timer()
-        async with background(pump.consume(inbound)) as consumer:
-            # a passed deadline waits while replies sit in the buffer (they arrived in
-            # time), but not once the consumer stopped (nobody would feed them) and at
-            # most one stage timeout (a flood that never drains cannot hold it for ever)
-            hold = InputHold(inbound, consumer)
-            timers = drive_timers(
-                server,
-                pump.after_timer,
-                inputs_queued=hold.queued,
-                inputs_drained=hold.drained,
-                max_hold=server.stage_timeout,
-            )
-            async with background(timers) as timer_task:
-                # the timers' or the consumer's error at once: waiting on ``done`` alone
-                # hung until an outer timeout when either of them died
-                await unless_failed(pump.done.wait(), timer_task, consumer)
+        try:
+            async with background(pump.consume(inbound)) as consumer:
+                # a passed deadline waits while replies sit in the buffer (they arrived in
+                # time), but not once the consumer stopped (nobody would feed them) and at
+                # most one stage timeout (a flood that never drains cannot hold it for ever)
+                hold = InputHold(inbound, consumer)
+                timers = drive_timers(
+                    server,
+                    pump.after_timer,
+                    inputs_queued=hold.queued,
+                    inputs_drained=hold.drained,
+                    max_hold=server.stage_timeout,
+                )
+                async with background(timers) as timer_task:
+                    # the timers' or the consumer's error at once: waiting on ``done``
+                    # alone hung until an outer timeout when either of them died
+                    await unless_failed(pump.done.wait(), timer_task, consumer)
+        except Exception as error:
+            # the pump failed: the devices still hear that the session is over (an
+            # operator abort), not their silence limit; then the error goes up
+            await pump.stop(error)
+            raise
         # what the cancelled pump was still sending (an abort's SaAbort), a stage at most
         await pump.drain(server.stage_timeout)
         await publish_outbound(conn, server)
@@ -247,6 +253,24 @@ class _SessionPump:
                 len(failed),
                 failed[0] if failed else "",
             )
+
+    async def stop(self, error: Exception) -> None:
+        """The pump failed with ``error`` (its timers' or its reader's): end the session
+        with an operator abort (``SecAggServer.abort``: every device's ``SaAbort``) unless
+        it is over already, and send what the server holds, the publishes in progress
+        included (``drain``, at most one stage timeout). Best effort, never raising: the
+        pump's error is what the caller reports; a device that misses the abort stops on
+        its own silence limit, as it did before (tests/unit/test_B5_secure_sum_failure_aborts.py).
+        """
+        server = self.server
+        try:
+            if not server.finished:
+                server.abort(f"the collector stopped ({type(error).__name__})")
+            await self.flush()
+        except Exception as failure:  # a machine that failed once may fail again
+            log.warning("session %s: abort after the pump failed not sent: %s",
+                        server.session, failure)  # fmt: skip
+        await self.drain(server.stage_timeout)
 
     async def after_timer(self) -> None:
         """After the server moved (a timer, the start): its events, then its relays."""

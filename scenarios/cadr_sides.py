@@ -13,7 +13,11 @@ Both join an existing broker and may start in any order:
   as all of them listen. The stages start when every device has joined
   (``protocol.readiness``); after ``fleet_timeout`` seconds without all of them it closes the
   run and stops: "3 of 4039 devices did not join run fbx within 60 s" — CADR-LDP has no
-  dropout path before the plan (a missing node's neighbours wait for its NDOE code). At the
+  dropout path before the plan (a missing node's neighbours wait for its NDOE code). A
+  fleet shard that refused the announcement (other terms: ``RunTermsDiffer``) says so on
+  its status topic (``protocol.fleet_done.FleetRefused``) and the collector side stops at
+  once, as a stream run's does: the sentence names the term and both values, and
+  ``results.json`` holds only ``aborted`` (reason ``terms_differ``). At the
   end it replaces the announcement with ``RunClosed`` (reason ``released``, or the
   failure's sentence) and writes ``results.json`` (the release, scored against the
   simulator's true degrees: everything ``ldpfleet run`` writes but what only the devices
@@ -35,6 +39,7 @@ prints one line on success and one sentence on stderr with exit status 1 when a 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -49,9 +54,10 @@ from ldpfleet.broker.transport import Transport
 from ldpfleet.collector.cadr_fleet import CadrFailed
 from ldpfleet.collector.readiness import DevicesMissing
 from ldpfleet.devices.graphs import Graph
-from ldpfleet.devices.rendezvous import wait_for_run
+from ldpfleet.devices.rendezvous import RunTermsDiffer, wait_for_run
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.fleet_done import FleetStatus, fleet_done_filter, fleet_refused_status
 from ldpfleet.protocol.liveness import SilenceWatch
 from ldpfleet.protocol.rendezvous import ANNOUNCE_KIND, RunClosed, RunTerms, scenario_digest
 from ldpfleet.protocol.secagg.server import DEFAULT_PATIENCE
@@ -70,7 +76,7 @@ from ldpfleet.scenarios.cadr_run import (
     scenario_header,
     write_cadr_results,
 )
-from ldpfleet.scenarios.sides import fleet_client_id, run_announcer
+from ldpfleet.scenarios.sides import fleet_client_id, run_announcer, terms_refused
 
 __all__ = [
     "RELEASED",
@@ -83,6 +89,8 @@ __all__ = [
 ]
 
 RELEASED = "released"  # the reason of the RunClosed of a run that completed
+# how long a refusing fleet shard tries to say so (``_say_refused``): best effort
+REFUSAL_GRACE = 10.0
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +137,9 @@ async def cadr_collector_side(
     """Announce the run, run recorder + relay + CADR collector until the release, write
     ``OUT/results.json``, ``OUT/collector.sqlite`` and ``OUT/trace.sqlite``; return the
     results. Raises ``CadrSideStopped`` (one sentence) when devices do not join within
-    ``fleet_timeout`` seconds of the announcement or a stage fails."""
+    ``fleet_timeout`` seconds of the announcement, a stage fails, or a fleet shard refused
+    the run's terms (at once; then ``OUT/results.json`` holds ``aborted``, reason
+    ``terms_differ``: tests/e2e/test_B5_cadr_terms_refused.py)."""
     settings = CadrSettings.of_scenario(scenario, seed)
     graph, _ = load_scenario_graph(scenario)
     out = fresh_outputs(out_dir)
@@ -146,8 +156,12 @@ async def cadr_collector_side(
         async def closing(reason: str) -> None:
             await announcer.close(conn, reason)
 
-        try:
-            collected = await collect_cadr(
+        # a fleet shard that refuses the run (other terms) says so on its status topic:
+        # CADR-LDP needs every device, so the run stops at once (not at --fleet-timeout)
+        fleet = FleetStatus(run, device_names(graph), cadr_terms(scenario, graph, settings.seed))
+        refused = asyncio.ensure_future(_fleet_refused(transport, run, fleet))
+        collecting = asyncio.ensure_future(
+            collect_cadr(
                 transport,
                 graph,
                 settings,
@@ -158,15 +172,66 @@ async def cadr_collector_side(
                 trace_path=out / "trace.sqlite",
                 closing=closing,
             )
+        )
+        try:
+            await asyncio.wait({collecting, refused}, return_when=asyncio.FIRST_COMPLETED)
+            if not collecting.done() and refused.done() and not refused.exception():
+                collecting.cancel()
+                await asyncio.gather(collecting, return_exceptions=True)
+                aborted = terms_refused(fleet)
+                assert aborted is not None  # ``_fleet_refused`` returns on a refusal
+                await closing(aborted["detail"])
+                write_cadr_results(
+                    out,
+                    {"scenario": scenario_header(scenario), "run": run, "aborted": aborted},
+                )
+                raise CadrSideStopped(aborted["detail"])
+            collected = await collecting
         except (DevicesMissing, CadrFailed) as error:
             raise CadrSideStopped(str(error)) from None
         finally:
+            for task in (collecting, refused):
+                task.cancel()
+            await asyncio.gather(collecting, refused, return_exceptions=True)
             await announcer.stop_repeating()  # a failed run may not have closed it
     results = collector_results(
         graph, settings, collected, broker=info.kind, run=run, processes=None
     )
     written = write_cadr_results(out, {"scenario": scenario_header(scenario), **results})
     return stamp_public_key(out, written)  # trace.public_key: trace verify's anchor
+
+
+async def _fleet_refused(transport: Transport, run: str, fleet: FleetStatus) -> None:
+    """Return once a fleet shard refused the run (``protocol.fleet_done.FleetRefused``:
+    the collector announced other terms than the shard's; ``fleet.refusals`` names the
+    first term that differs). Every other status, and what does not decode or is refused
+    by ``fleet``, changes nothing here: the run's own stages decide."""
+    async with transport.connect(f"{run}-collector-fleet") as conn:
+        await conn.subscribe(fleet_done_filter(run))
+        async for delivery in conn.messages():
+            try:
+                topic = topics.parse(delivery.topic)
+                fleet.receive(topic, codec.decode(delivery.payload), 0.0)
+            except RemoteProtocolError as error:
+                log.info("run %s: a fleet status refused: %s", run, error)
+                continue
+            if fleet.refusals:
+                return
+    await asyncio.Event().wait()  # the connection ended: nothing more to hear
+
+
+async def _say_refused(transport: Transport, run: str, shard, terms: RunTerms) -> None:
+    """Tell the collector side that this shard refused the run (``FleetRefused``, with
+    this shard's terms): it stops at once instead of waiting ``--fleet-timeout`` for
+    devices that will never start. Best effort: a refusal that cannot be sent within
+    ``REFUSAL_GRACE`` is logged, and the collector's join deadline is the backstop."""
+    try:
+        status = fleet_refused_status(run, shard, terms)
+        async with asyncio.timeout(REFUSAL_GRACE):
+            async with transport.connect(fleet_client_id(run, shard, "done")) as conn:
+                await conn.publish(status.topic, codec.encode(status.message))
+    except Exception as error:
+        log.warning("fleet shard %s/%s could not say it refused the run: %s", *shard, error)
 
 
 async def _collector_stopped(transport: Transport, run: str, epoch: int, client_id: str) -> str:
@@ -214,14 +279,19 @@ async def cadr_fleet_side(
         raise ValueError(f"shard {index}/{count} of {graph.n} devices is empty")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    terms = cadr_terms(scenario, graph, settings.seed)
     async with open_broker(_joinable(broker), credentials=credentials) as (transport, info):
-        epoch = await wait_for_run(
-            transport,
-            run,
-            cadr_terms(scenario, graph, settings.seed),
-            client_id=fleet_client_id(run, shard, "wait"),
-            timeout=wait_timeout,
-        )
+        try:
+            epoch = await wait_for_run(
+                transport,
+                run,
+                terms,
+                client_id=fleet_client_id(run, shard, "wait"),
+                timeout=wait_timeout,
+            )
+        except RunTermsDiffer:  # the collector side hears it at once, not at its timeout
+            await _say_refused(transport, run, shard, terms)
+            raise
         # the θ search's secure sums extend a stage while replies arrive (their patience);
         # a relay phase held to its public deadline is silent until it (peer_deadline)
         silence = SilenceWatch(
