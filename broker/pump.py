@@ -184,7 +184,9 @@ async def answer_of(
     input ended it (the pump sets ``changed`` after each one it fed) or its deadline,
     driven meanwhile by ``drive_timers`` and held while ``hold()`` reports inputs queued,
     at most ``max_hold`` seconds past it. ``hold`` is read at each check: the reader may
-    start after the wait began, and stop before it ends (None: nothing to hold on)."""
+    start after the wait began, and stop before it ends (None: nothing to hold on). A
+    reader that fails meanwhile raises its error at once; one that ends cleanly is no
+    longer watched (the deadline still answers)."""
 
     async def after_timer() -> None:
         changed.set()
@@ -204,7 +206,11 @@ async def answer_of(
     async with background(timers) as timer_task:
         while not (answers := machine.pop_events()):
             changed.clear()
-            await unless_failed(changed.wait(), timer_task)
+            # the reader too: one that failed (its connection lost) fails the wait at
+            # once, not at the machine's deadline (helper R's review, 2026-12-07)
+            current = hold()
+            readers = () if current is None else (current.reader,)
+            await unless_failed(changed.wait(), timer_task, *readers)
     return answers[-1]
 
 
