@@ -69,6 +69,13 @@ def _out_dir(path: Path | None) -> Path | None:
     (the run used to end in a FileExistsError / NotADirectoryError traceback)."""
     if path is None:
         return None
+    from ldpfleet.scenarios.out_paths import out_path_problem
+
+    problem = out_path_problem(path.expanduser())
+    if problem is not None:  # a dangling link, a loop, a name too long: a mkdir traceback
+        raise OptionError(
+            "--out", "an output directory (an existing folder or a new path)", path, hint=problem
+        )
     for folder in (path.expanduser(), *path.expanduser().parents):  # "~/runs", quoted
         if folder.exists():
             if not folder.is_dir():
