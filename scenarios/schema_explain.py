@@ -126,7 +126,9 @@ def explain_invalid(message: str, key: str, toml_text: str) -> str:
     if message.startswith("Invalid") and "value" in message:
         allowed, numeric = _allowed_values(parts, raw)
         if allowed:
-            close = difflib.get_close_matches(str(value), [str(a) for a in allowed], n=1)
+            # another case first: difflib sees no likeness between "LL" and "ll"
+            close = [a for a in map(str, allowed) if a.casefold() == str(value).casefold()]
+            close = close or difflib.get_close_matches(str(value), list(map(str, allowed)), n=1)
             listed = ", ".join(json.dumps(a) for a in allowed)
             return (
                 f"{value!r} is not allowed; allowed: {listed}"
