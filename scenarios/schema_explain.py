@@ -271,6 +271,8 @@ def _builtin_near_miss(path: Path) -> str:
     under ``scenarios/``), else ""."""
     from ldpfleet.scenarios.builtin import builtin_scenarios
 
+    if not path.suffix and path.with_name(path.name + ".toml").is_file():  # `run mine`
+        return f"; did you mean the file `{path}.toml`?"
     if len(path.parts) > 2 or (len(path.parts) == 2 and path.parts[0] != "scenarios"):
         return ""
     names = [scenario.name for scenario in builtin_scenarios()]
