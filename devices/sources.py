@@ -606,10 +606,12 @@ def _same_text(column: str, names: list[str]) -> str:
     """The header's spelling of ``column`` when it differs only in its Unicode normal form
     (macOS and some loggers write 'é' as 'e' + U+0301, NFD; a scenario typed elsewhere holds
     U+00E9, NFC): the same text, which printed alike in a "not in header (did you mean
-    ...?)" refusal. Unchanged unless exactly one header name matches."""
+    ...?)" refusal; or in the spaces around it, which the header's names lose when read
+    (`" Temp "` copied from the file's header line). Unchanged unless exactly one header
+    name matches."""
     import unicodedata
 
-    key = unicodedata.normalize("NFC", column)
+    key = unicodedata.normalize("NFC", column.strip())  # the header's names are stripped
     same = {name for name in names if unicodedata.normalize("NFC", name) == key}
     return same.pop() if len(same) == 1 else column
 

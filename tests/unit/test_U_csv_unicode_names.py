@@ -52,3 +52,15 @@ def test_two_columns_alike_after_normalising_are_still_told_apart(tmp_path):
     with pytest.raises(SourceError) as refused:
         CsvSpec(str(path), "Tempe\u0301rature (\u00b0C)".replace("(", "( "))
     assert refused.value.field == "source.column"
+
+
+def test_a_name_copied_with_the_header_spaces_around_it_is_found(tmp_path):
+    # the header line ` t ; Température (°C) ` is read as the names "t", "Température (°C)";
+    # a name copied from it with its spaces was "not in header (did you mean ...?)"
+    path = tmp_path / "spaced.csv"
+    rows = "".join(f"{i};{20 + i % 7}.5\n" for i in range(40))
+    path.write_text(f" t ; {NFC} \n{rows}", encoding="utf-8")
+    spaced = CsvSpec(str(path), f" {NFC} ")
+    assert (csv_stream(spaced, 0, 2, 10)[0] == csv_stream(CsvSpec(str(path), 1), 0, 2, 10)[0]).all()
+    multi = CsvSpec(str(path), 0, columns=(f" {NFD} ", " t"), column_bounds=((0, 40), (0, 40)))
+    assert multi.channels == 2
