@@ -14,6 +14,22 @@ from typing import Annotated
 import typer
 from ldpfleet.app.cli_common import OptionError
 
+
+def _broker_option(value: str | None) -> str | None:
+    """``run --broker``: an empty value (``--broker "$URL"`` with ``URL`` unset) was read as
+    no option, and the run went to the scenario's broker (the embedded one by default)
+    instead of the one meant; ``collector``, ``fleet``, ``watch`` and ``bench`` refuse it."""
+    if value is not None and not value.strip():
+        raise OptionError(
+            "--broker",
+            "embedded, memory, mqtt://host:port or mqtts://host:port?ca=PATH",
+            value,
+            hint="an empty value is not 'the default': an unset shell variable? give the "
+            "broker, or leave --broker out for the scenario's [broker] url",
+        )
+    return value
+
+
 BrokerOption = Annotated[
     str | None,
     typer.Option(
@@ -21,6 +37,7 @@ BrokerOption = Annotated[
         "-b",
         help="embedded (default: in-process amqtt), memory (no broker), "
         "mqtt://\\[user:pass@]host:port or mqtts://host:port?ca=PATH (TLS, docs/brokers.md)",
+        callback=_broker_option,
     ),
 ]
 
@@ -69,6 +86,13 @@ def _out_dir(path: Path | None) -> Path | None:
     (the run used to end in a FileExistsError / NotADirectoryError traceback)."""
     if path is None:
         return None
+    from ldpfleet.scenarios.out_paths import out_path_problem
+
+    problem = out_path_problem(path.expanduser())
+    if problem is not None:  # a dangling link, a loop, a name too long: a mkdir traceback
+        raise OptionError(
+            "--out", "an output directory (an existing folder or a new path)", path, hint=problem
+        )
     for folder in (path.expanduser(), *path.expanduser().parents):  # "~/runs", quoted
         if folder.exists():
             if not folder.is_dir():

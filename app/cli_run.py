@@ -76,6 +76,7 @@ def run(
         from ldpfleet.scenarios.schema import load_scenario
 
         loaded = load_scenario(scenario)
+        _warn_shadowed_file(scenario)
         credentials = _credentials(credentials_path, run_id, loaded)
         loaded.check_shard_brokers(broker, shard_broker or None)
         if loaded.spec.cadr is not None:
@@ -112,6 +113,18 @@ def interrupted_sentence(out: Path) -> str:
             f"({out}/p*/reports.bin) hold what arrived before the stop, without a summary"
         )
     return "interrupted"
+
+
+def _warn_shadowed_file(scenario: Path) -> None:
+    """A warning: a bare name ran the built-in scenario, not the user's NAME.toml here."""
+    from ldpfleet.scenarios.builtin import shadowed_file
+
+    mine = shadowed_file(scenario)
+    if mine is not None:
+        console.print(
+            f"[yellow]warning:[/] {scenario} is the built-in scenario; this folder's "
+            f"{mine} is not run (write `ldpfleet run {mine}` to run it)"
+        )
 
 
 def _warn_embedded_at_scale(loaded, broker: str | None) -> None:

@@ -475,8 +475,23 @@ def _labelled_graph(
             limit="UTF-8 text",
             value=_shown(bad),
         ) from None
+    ids, inverse = _same_labels(ids, inverse)
     idx = inverse.reshape(-1, 2)
     return Graph.from_edges(ids.size, idx[:, 0], idx[:, 1], name=name, ids=ids)
+
+
+def _same_labels(ids: np.ndarray, inverse: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Labels that differ only in their Unicode normal form are one node: a contact list
+    merged from a macOS export ('e' + U+0301, NFD) and one typed elsewhere (U+00E9, NFC)
+    held "José" twice, two devices each with part of his friends. Merged under their NFC
+    form (still in sorted order); ``ids`` and ``inverse`` unchanged when no two merge."""
+    import unicodedata
+
+    normal = np.array([unicodedata.normalize("NFC", str(label)) for label in ids])
+    merged, back = np.unique(normal, return_inverse=True)
+    if merged.size == ids.size:
+        return ids, inverse
+    return merged, back.reshape(-1)[inverse]
 
 
 def _utf8(line: bytes) -> bool:

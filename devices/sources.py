@@ -603,6 +603,20 @@ def _closest_name(column: str, names) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+def _same_text(column: str, names: list[str]) -> str:
+    """The header's spelling of ``column`` when it differs only in its Unicode normal form
+    (macOS and some loggers write 'é' as 'e' + U+0301, NFD; a scenario typed elsewhere holds
+    U+00E9, NFC): the same text, which printed alike in a "not in header (did you mean
+    ...?)" refusal; or in the spaces around it, which the header's names lose when read
+    (`" Temp "` copied from the file's header line). Unchanged unless exactly one header
+    name matches."""
+    import unicodedata
+
+    key = unicodedata.normalize("NFC", column.strip())  # the header's names are stripped
+    same = {name for name in names if unicodedata.normalize("NFC", name) == key}
+    return same.pop() if len(same) == 1 else column
+
+
 def _excel_sep_line(text: str, path: str) -> tuple[str, str | None]:
     """Excel's ``sep=;`` first line names the delimiter (it was read as a one-field header:
     "line 2 has 4 fields, header has 2"): blanked (line numbers stay) and its delimiter
@@ -1690,6 +1704,8 @@ def _column_index(
 ) -> int:
     column = spec.column if column is None else column
     available = ", ".join(names)
+    if isinstance(column, str) and column not in names:
+        column = _same_text(column, names)
     if isinstance(column, str):
         dropped = (
             dropped_columns(spec.path, spec.header, spec.decimal) if column not in names else {}

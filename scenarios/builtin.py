@@ -76,6 +76,17 @@ def find_scenario(spec: str | Path) -> Path:
     return builtin if builtin.is_file() else path
 
 
+def shadowed_file(spec: str | Path) -> Path | None:
+    """The file ``NAME.toml`` of the current folder when ``spec`` is a bare ``NAME`` that
+    runs the built-in scenario instead (``ldpfleet run faults`` beside the user's own
+    ``faults.toml``: the built-in ran, without a word), else None."""
+    path = Path(spec)
+    if len(path.parts) != 1 or path.suffix or path.exists():
+        return None
+    mine = path.with_name(path.name + ".toml")
+    return mine if mine.is_file() and find_scenario(spec) != path else None
+
+
 def _describe(path: Path) -> BuiltinScenario:
     """The scenario's ``[scenario] description``, or else its first comment line."""
     text = path.read_text(encoding="utf-8")

@@ -623,6 +623,16 @@ def checked_run_options(
             "a folder (or a path not yet taken), not a file",
             out_dir,
         )
+    from ldpfleet.scenarios.out_paths import out_path_problem
+
+    problem = out_path_problem(Path(out_dir).expanduser())
+    if problem is not None:
+        raise _refused(
+            "out_dir",
+            f"cannot create {out_dir}: {problem}",
+            "a folder (or a path not yet taken) the run can create",
+            out_dir,
+        )
     writable = _nearest_folder(Path(out_dir).expanduser())
     if writable is not None and not os.access(writable, os.W_OK | os.X_OK):
         raise _refused(

@@ -330,9 +330,18 @@ def load_scenario(path: str | Path) -> LoadedScenario:
             f"{path} is a directory, not a scenario file (a .toml file)",
             limit="a file, not a directory",
         )
+    from ldpfleet.devices.text_decode import broken_utf16_reason, decode_text
+
     try:
-        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark (Windows) dropped
+        # UTF-8 (a Windows byte-order mark dropped) or UTF-16 (PowerShell's `>`, Notepad's
+        # "Unicode"), as the CSV and edge-list readers: UTF-16 was "not UTF-8 (byte 0xff)"
+        text = decode_text(path.read_bytes())
     except UnicodeDecodeError as exc:
+        if broken_utf16_reason(exc) is not None:
+            raise ScenarioError(
+                f"scenario file {path} cannot be read: it {broken_utf16_reason(exc)}",
+                limit="a readable UTF-8 file",
+            ) from None
         raw = exc.object[: exc.start]
         line = raw.count(b"\n") + 1
         column = len(raw[raw.rfind(b"\n") + 1 :].decode("utf-8", "replace")) + 1

@@ -126,7 +126,9 @@ def explain_invalid(message: str, key: str, toml_text: str) -> str:
     if message.startswith("Invalid") and "value" in message:
         allowed, numeric = _allowed_values(parts, raw)
         if allowed:
-            close = difflib.get_close_matches(str(value), [str(a) for a in allowed], n=1)
+            # another case first: difflib sees no likeness between "LL" and "ll"
+            close = [a for a in map(str, allowed) if a.casefold() == str(value).casefold()]
+            close = close or difflib.get_close_matches(str(value), list(map(str, allowed)), n=1)
             listed = ", ".join(json.dumps(a) for a in allowed)
             return (
                 f"{value!r} is not allowed; allowed: {listed}"
@@ -269,6 +271,8 @@ def _builtin_near_miss(path: Path) -> str:
     under ``scenarios/``), else ""."""
     from ldpfleet.scenarios.builtin import builtin_scenarios
 
+    if not path.suffix and path.with_name(path.name + ".toml").is_file():  # `run mine`
+        return f"; did you mean the file `{path}.toml`?"
     if len(path.parts) > 2 or (len(path.parts) == 2 and path.parts[0] != "scenarios"):
         return ""
     names = [scenario.name for scenario in builtin_scenarios()]
