@@ -14,9 +14,11 @@ import argparse
 import asyncio
 import collections
 import contextlib
+import errno
 import json
 import logging
 import signal
+import socket
 import sys
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -412,7 +414,10 @@ class EmbeddedBroker:
     async def start(self) -> None:
         """Start listening."""
         for name in ("amqtt", "transitions"):
-            logging.getLogger(name).setLevel(logging.WARNING)
+            # at most WARNING: a caller's quieter level stays (``ldpfleet broker`` without
+            # --verbose sets CRITICAL, else amqtt's startup traceback precedes our one line)
+            logger = logging.getLogger(name)
+            logger.setLevel(max(logger.level, logging.WARNING))
         if self.credentials is None:
             plugins = {
                 "amqtt.plugins.authentication.AnonymousAuthPlugin": {"allow_anonymous": True}
@@ -426,9 +431,16 @@ class EmbeddedBroker:
         try:
             await broker.start()
         except Exception as error:
+            cause = error.__cause__ or error
+            if isinstance(cause, socket.gaierror):
+                hint = f"no such host {self.host!r}: give an address of this machine"
+            elif getattr(cause, "errno", None) == errno.EADDRNOTAVAIL:
+                hint = f"{self.host} is not an address of this machine"
+            else:
+                hint = "is the port in use? use port 0 for a free one"
             raise EmbeddedBrokerError(
                 f"cannot start the embedded broker on {self.host}:{self.requested_port}: "
-                f"{error.__cause__ or error} (is the port in use? use port 0 for a free one)"
+                f"{cause} ({hint})"
             ) from error
         server = broker._servers["default"].instance
         self.port = server.sockets[0].getsockname()[1]

@@ -204,6 +204,13 @@ async def probe_broker(
             f"mqtts://{address.host}:{address.port}?ca=PATH (the CA that signed its "
             "certificate)"
         )
+    if answered is False:  # something listens there, but not an MQTT broker
+        return (
+            f"no MQTT broker answers at {address.where}: something listens there but "
+            f"sent no CONNACK to a CONNECT (it hung up, or stayed silent for {patience:g} "
+            "s): is that port another program's (a web server, a database)? Mosquitto's is "
+            "usually 1883; or use --broker embedded (broker='embedded' from Python)"
+        )
     return _not_answering(address)
 
 
