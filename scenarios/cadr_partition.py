@@ -7,10 +7,13 @@ fleet shards start on the announcement), then runs the recorder, the relay, the 
 barrier and the collector (``collect_cadr``: plan, θ search and its secure sums, θ, relay
 phases) and takes the DSR values and refusals from the workers (the ``releases`` hook)
 before it releases and post-processes them exactly as one collector does. Its results.json
-is a collector side's, plus ``partitions: P``. Its recorder records what one collector's
-records but the workers' status topic (``ready`` repeats, chunks): the devices keep the
-unpartitioned CADR topics, so it also sees every DSR release and acknowledgement (with
-``[cadr] trace = "all"``) and the workers' rejections.
+is a collector side's, plus ``partitions: P``. A fleet shard that refused the run (other
+terms: ``FleetRefused``) stops it at once as it stops one collector side
+(``scenarios.cadr_sides.collect_unless_refused``: results.json holds only ``aborted``,
+reason ``terms_differ``), and the workers stop on its ``run closed``. Its recorder records
+what one collector's records but the workers' status topic (``ready`` repeats, chunks):
+the devices keep the unpartitioned CADR topics, so it also sees every DSR release and
+acknowledgement (with ``[cadr] trace = "all"``) and the workers' rejections.
 
 ``cadr_partition_side`` is worker ``p`` of ``P``: ``serve_cadr_partition`` for its devices
 (``topics.partition_of``), their releases persisted in its ``collector.sqlite``; its
@@ -57,7 +60,12 @@ from ldpfleet.scenarios.cadr_run import (
     scenario_header,
     write_cadr_results,
 )
-from ldpfleet.scenarios.cadr_sides import CadrSideStopped, _joinable, cadr_terms
+from ldpfleet.scenarios.cadr_sides import (
+    CadrSideStopped,
+    _joinable,
+    cadr_terms,
+    collect_unless_refused,
+)
 from ldpfleet.scenarios.jsonout import write_results
 from ldpfleet.scenarios.sides import run_announcer
 
@@ -97,7 +105,10 @@ async def cadr_coordinator_side(
 ) -> dict:
     """The coordinator (module docstring); writes OUT/results.json and OUT/trace.sqlite.
     ``CadrSideStopped`` when a worker is not ready within ``workers_timeout`` seconds, the
-    devices do not join or a stage fails (the workers then hear ``run closed`` and stop)."""
+    devices do not join, a stage fails or a fleet shard refused the run's terms (at once;
+    then ``OUT/results.json`` holds only ``aborted``, reason ``terms_differ``:
+    ``scenarios.cadr_sides.collect_unless_refused``); the workers then hear ``run closed``
+    and stop (tests/e2e/test_B6_cadr_partition_terms_refused.py)."""
     count = _partitions_of(scenario)
     settings = CadrSettings.of_scenario(scenario, seed)
     graph, _ = load_scenario_graph(scenario)
@@ -125,17 +136,28 @@ async def cadr_coordinator_side(
             await announcer.close(conn, reason)
 
         try:
-            collected = await collect_cadr(
+            # a fleet shard that refused the run stops it at once (results.json: aborted,
+            # terms_differ), as it stops an unpartitioned CADR-LDP collector side
+            collected = await collect_unless_refused(
                 transport,
+                scenario,
                 graph,
-                settings,
+                settings.seed,
                 run,
-                listening=announce,
-                join_timeout=fleet_timeout,
-                trace_path=out / "trace.sqlite",
-                closing=closing,
-                releases=gatherer.gathered,
-                trace_filters=coordinator_trace_filters(run, settings.trace),
+                out,
+                collect_cadr(
+                    transport,
+                    graph,
+                    settings,
+                    run,
+                    listening=announce,
+                    join_timeout=fleet_timeout,
+                    trace_path=out / "trace.sqlite",
+                    closing=closing,
+                    releases=gatherer.gathered,
+                    trace_filters=coordinator_trace_filters(run, settings.trace),
+                ),
+                closing,
             )
         except (DevicesMissing, CadrFailed) as error:
             await _close_for_workers(conn, run)

@@ -44,9 +44,10 @@ import contextlib
 import json
 import logging
 import sys
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import asdict
 from pathlib import Path
+from typing import TypeVar
 
 from ldpfleet.broker.recorder import stamp_public_key
 from ldpfleet.broker.select import open_broker
@@ -84,6 +85,7 @@ __all__ = [
     "cadr_collector_side",
     "cadr_fleet_side",
     "cadr_terms",
+    "collect_unless_refused",
     "main",
     "merge_cadr_outputs",
 ]
@@ -93,6 +95,7 @@ RELEASED = "released"  # the reason of the RunClosed of a run that completed
 REFUSAL_GRACE = 10.0
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class CadrSideStopped(RuntimeError):
@@ -156,43 +159,30 @@ async def cadr_collector_side(
         async def closing(reason: str) -> None:
             await announcer.close(conn, reason)
 
-        # a fleet shard that refuses the run (other terms) says so on its status topic:
-        # CADR-LDP needs every device, so the run stops at once (not at --fleet-timeout)
-        fleet = FleetStatus(run, device_names(graph), cadr_terms(scenario, graph, settings.seed))
-        refused = asyncio.ensure_future(_fleet_refused(transport, run, fleet))
-        collecting = asyncio.ensure_future(
-            collect_cadr(
-                transport,
-                graph,
-                settings,
-                run,
-                listening=announce,
-                join_timeout=fleet_timeout,
-                store_path=out / "collector.sqlite",
-                trace_path=out / "trace.sqlite",
-                closing=closing,
-            )
-        )
         try:
-            await asyncio.wait({collecting, refused}, return_when=asyncio.FIRST_COMPLETED)
-            if not collecting.done() and refused.done() and not refused.exception():
-                collecting.cancel()
-                await asyncio.gather(collecting, return_exceptions=True)
-                aborted = terms_refused(fleet)
-                assert aborted is not None  # ``_fleet_refused`` returns on a refusal
-                await closing(aborted["detail"])
-                write_cadr_results(
-                    out,
-                    {"scenario": scenario_header(scenario), "run": run, "aborted": aborted},
-                )
-                raise CadrSideStopped(aborted["detail"])
-            collected = await collecting
+            collected = await collect_unless_refused(
+                transport,
+                scenario,
+                graph,
+                settings.seed,
+                run,
+                out,
+                collect_cadr(
+                    transport,
+                    graph,
+                    settings,
+                    run,
+                    listening=announce,
+                    join_timeout=fleet_timeout,
+                    store_path=out / "collector.sqlite",
+                    trace_path=out / "trace.sqlite",
+                    closing=closing,
+                ),
+                closing,
+            )
         except (DevicesMissing, CadrFailed) as error:
             raise CadrSideStopped(str(error)) from None
         finally:
-            for task in (collecting, refused):
-                task.cancel()
-            await asyncio.gather(collecting, refused, return_exceptions=True)
             await announcer.stop_repeating()  # a failed run may not have closed it
     results = collector_results(
         graph, settings, collected, broker=info.kind, run=run, processes=None
@@ -201,13 +191,72 @@ async def cadr_collector_side(
     return stamp_public_key(out, written)  # trace.public_key: trace verify's anchor
 
 
-async def _fleet_refused(transport: Transport, run: str, fleet: FleetStatus) -> None:
+async def collect_unless_refused(
+    transport: Transport,
+    scenario,
+    graph: Graph,
+    seed: int,
+    run: str,
+    out: Path,
+    collecting: Awaitable[T],
+    closing: Callable[[str], Awaitable[None]],
+) -> T:
+    """Await ``collecting`` (a CADR-LDP collector's ``collect_cadr``) while watching the
+    fleet shards' statuses: a shard that refused the run (other terms: ``FleetRefused``)
+    stops it at once, as a stream run's collector side does. CADR-LDP needs every device,
+    so the run cannot go on: ``collecting`` is cancelled, the announcement is replaced by
+    ``RunClosed`` with the sentence (``closing``), ``OUT/results.json`` holds only
+    ``aborted`` (reason ``terms_differ``: the field, both values, the sentence) and
+    ``CadrSideStopped`` is raised with the sentence. The unpartitioned collector side and
+    the partitioned coordinator (``scenarios.cadr_partition``) both stop this way. The
+    watcher subscribes before ``collecting`` starts (so before the run is announced: a
+    refusal is not retained); a watcher that fails changes nothing (the run's own
+    deadlines decide). What ``collecting`` raises goes up unchanged."""
+    fleet = FleetStatus(run, device_names(graph), cadr_terms(scenario, graph, seed))
+    subscribed = asyncio.Event()
+    refused = asyncio.ensure_future(_fleet_refused(transport, run, fleet, subscribed))
+    task: asyncio.Future[T] | None = None
+    try:
+        listening = asyncio.ensure_future(subscribed.wait())
+        try:  # a watcher that failed (``refused`` done) is not waited for
+            await asyncio.wait({listening, refused}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            listening.cancel()
+        task = asyncio.ensure_future(collecting)
+        await asyncio.wait({task, refused}, return_when=asyncio.FIRST_COMPLETED)
+        if not task.done() and refused.done() and not refused.exception():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            aborted = terms_refused(fleet)
+            assert aborted is not None  # ``_fleet_refused`` returns on a refusal
+            await closing(aborted["detail"])
+            write_cadr_results(
+                out, {"scenario": scenario_header(scenario), "run": run, "aborted": aborted}
+            )
+            raise CadrSideStopped(aborted["detail"])
+        if refused.done():  # the watcher failed: the run's own deadlines decide
+            log.warning("run %s: the fleet status watcher failed: %r", run, refused.exception())
+        return await task
+    finally:
+        if task is None:  # stopped before it started: never awaited
+            getattr(collecting, "close", lambda: None)()
+        for each in (task, refused):
+            if each is not None:
+                each.cancel()
+        await asyncio.gather(*(t for t in (task, refused) if t is not None), return_exceptions=True)
+
+
+async def _fleet_refused(
+    transport: Transport, run: str, fleet: FleetStatus, subscribed: asyncio.Event
+) -> None:
     """Return once a fleet shard refused the run (``protocol.fleet_done.FleetRefused``:
     the collector announced other terms than the shard's; ``fleet.refusals`` names the
-    first term that differs). Every other status, and what does not decode or is refused
-    by ``fleet``, changes nothing here: the run's own stages decide."""
+    first term that differs); ``subscribed`` is set once it listens. Every other status,
+    and what does not decode or is refused by ``fleet``, changes nothing here: the run's
+    own stages decide."""
     async with transport.connect(f"{run}-collector-fleet") as conn:
         await conn.subscribe(fleet_done_filter(run))
+        subscribed.set()
         async for delivery in conn.messages():
             try:
                 topic = topics.parse(delivery.topic)
