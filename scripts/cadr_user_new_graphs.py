@@ -2,7 +2,8 @@
 
     python scripts/cadr_user_new_graphs.py --write DIR           # write the files only
     python scripts/cadr_user_new_graphs.py [--graphs LABEL,...] [--eps-list 0.5,1,2,3,5]
-        [--seeds 0,1,2] [--method ll] [--json]
+        [--seeds 0,1,2] [--method ll]                       # one JSON line per run
+    python scripts/cadr_user_new_graphs.py --markdown RUNS.jsonl  # their table
 
 Twenty graphs fixed before any run (networkx seeds 201-220; none of them in
 ``app.cadr_grid``'s GRID or HELD_OUT or ``scripts/cadr_user_graphs.py``): every family a
