@@ -34,6 +34,7 @@ Exit status 0 (the table is the result, not a verdict), 2 on bad parameters.
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import sys
 import time
@@ -115,15 +116,40 @@ def audit_all(
         for m, e in tasks
     ]
     check_jobs(jobs)
-    jobs = min(jobs, len(tasks))  # a worker per audit at most
+    same = same_audit_as(args)
+    jobs = min(jobs, len(set(same)))  # a worker per audit run at most
     if jobs == 1 or len(tasks) == 1:
         rows = []
         for index, task in enumerate(args, start=1):
             if progress is not None:
                 progress(index, len(tasks), f"{task[0]} (eps {task[1]:g})")
-            rows.append(_one_audit(task))
+            first = same[index - 1]
+            rows.append(_one_audit(task) if first == index - 1 else _copied(rows[first]))
         return rows
-    return _audit_in_pool(args, jobs, progress)
+    return _audit_in_pool(args, jobs, progress, same)
+
+
+def same_audit_as(args: list[tuple]) -> list[int]:
+    """For each audit task, the index of the first task whose audit is the same run: a
+    battery entry whose claim and canary do not depend on the budget
+    (``collector.audit.core.ZERO_CLAIM_ENTRIES``: ``secagg`` and ``secagg-split`` claim
+    eps = 0 whatever budget is passed, and their builders ignore it) audited at the same
+    delta, trials, gamma and seed draws the same samples and gives the same row at every
+    budget (tests/unit/test_A7_audit_all_reuse.py), so ``audit all`` runs it once and
+    copies the row (``cpu_seconds`` 0.0 in the copies). Every other task is its own."""
+    from ldpfleet.collector.audit.core import ZERO_CLAIM_ENTRIES
+
+    first: dict[tuple, int] = {}
+    out = []
+    for index, (mechanism, _budget, *rest) in enumerate(args):
+        key = (mechanism, *rest) if mechanism in ZERO_CLAIM_ENTRIES else (index,)
+        out.append(first.setdefault(key, index))
+    return out
+
+
+def _copied(row: dict) -> dict:
+    """A row reused for an audit that is the same run (``same_audit_as``): no CPU of its own."""
+    return {**copy.deepcopy(row), "cpu_seconds": 0.0}
 
 
 def audit_tasks(
@@ -200,21 +226,37 @@ def submission_order(mechanisms: list[str]) -> list[int]:
 
 
 def _audit_in_pool(
-    args: list[tuple], jobs: int, progress: Callable[[int, int, str], None] | None
+    args: list[tuple],
+    jobs: int,
+    progress: Callable[[int, int, str], None] | None,
+    same: list[int] | None = None,
 ) -> list[dict]:
+    """The rows of ``args`` from ``jobs`` worker processes, the costliest submitted first;
+    a task that is the same run as an earlier one (``same``: ``same_audit_as``) is not
+    submitted, its row copied when that one's is back."""
     from concurrent.futures import as_completed
 
     from ldpfleet.collector.pools import interruptible_pool
 
-    order = submission_order([task[0] for task in args])
+    same = list(range(len(args))) if same is None else same
+    order = [i for i in submission_order([task[0] for task in args]) if same[i] == i]
+    copies: dict[int, list[int]] = {}
+    for i, first in enumerate(same):
+        if first != i:
+            copies.setdefault(first, []).append(i)
     rows: list[dict | None] = [None] * len(args)
+    done = 0
     with interruptible_pool(max_workers=jobs) as pool:
         futures = {pool.submit(_one_audit, args[i]): i for i in order}
-        for done, future in enumerate(as_completed(futures), start=1):
+        for future in as_completed(futures):
             i = futures[future]
             rows[i] = future.result()
-            if progress is not None:
-                progress(done, len(args), f"{args[i][0]} (eps {args[i][1]:g})")
+            for j in (i, *copies.get(i, ())):
+                if j != i:
+                    rows[j] = _copied(rows[i])
+                done += 1
+                if progress is not None:
+                    progress(done, len(args), f"{args[j][0]} (eps {args[j][1]:g})")
     return [row for row in rows if row is not None]
 
 
