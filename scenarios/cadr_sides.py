@@ -58,7 +58,7 @@ from ldpfleet.devices.graphs import Graph
 from ldpfleet.devices.rendezvous import RunTermsDiffer, wait_for_run
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.errors import RemoteProtocolError
-from ldpfleet.protocol.fleet_done import FleetStatus, fleet_done_filter, fleet_refused_status
+from ldpfleet.protocol.fleet_done import FleetStatus, fleet_done_filter
 from ldpfleet.protocol.liveness import SilenceWatch
 from ldpfleet.protocol.rendezvous import ANNOUNCE_KIND, RunClosed, RunTerms, scenario_digest
 from ldpfleet.protocol.secagg.server import DEFAULT_PATIENCE
@@ -77,7 +77,7 @@ from ldpfleet.scenarios.cadr_run import (
     scenario_header,
     write_cadr_results,
 )
-from ldpfleet.scenarios.sides import fleet_client_id, run_announcer, terms_refused
+from ldpfleet.scenarios.sides import fleet_client_id, run_announcer, say_refused, terms_refused
 
 __all__ = [
     "RELEASED",
@@ -91,7 +91,7 @@ __all__ = [
 ]
 
 RELEASED = "released"  # the reason of the RunClosed of a run that completed
-# how long a refusing fleet shard tries to say so (``_say_refused``): best effort
+# how long a refusing fleet shard tries to say so (``sides.say_refused``): best effort
 REFUSAL_GRACE = 10.0
 
 log = logging.getLogger(__name__)
@@ -269,20 +269,6 @@ async def _fleet_refused(
     await asyncio.Event().wait()  # the connection ended: nothing more to hear
 
 
-async def _say_refused(transport: Transport, run: str, shard, terms: RunTerms) -> None:
-    """Tell the collector side that this shard refused the run (``FleetRefused``, with
-    this shard's terms): it stops at once instead of waiting ``--fleet-timeout`` for
-    devices that will never start. Best effort: a refusal that cannot be sent within
-    ``REFUSAL_GRACE`` is logged, and the collector's join deadline is the backstop."""
-    try:
-        status = fleet_refused_status(run, shard, terms)
-        async with asyncio.timeout(REFUSAL_GRACE):
-            async with transport.connect(fleet_client_id(run, shard, "done")) as conn:
-                await conn.publish(status.topic, codec.encode(status.message))
-    except Exception as error:
-        log.warning("fleet shard %s/%s could not say it refused the run: %s", *shard, error)
-
-
 async def _collector_stopped(transport: Transport, run: str, epoch: int, client_id: str) -> str:
     """Resolve with a sentence once the collector closes the run of ``epoch`` on a failure
     (a completed run's close is not a reason to stop: the last acks may still be coming)."""
@@ -339,7 +325,7 @@ async def cadr_fleet_side(
                 timeout=wait_timeout,
             )
         except RunTermsDiffer:  # the collector side hears it at once, not at its timeout
-            await _say_refused(transport, run, shard, terms)
+            await say_refused(transport, run, shard, terms, REFUSAL_GRACE)
             raise
         # the θ search's secure sums extend a stage while replies arrive (their patience);
         # a relay phase held to its public deadline is silent until it (peer_deadline)

@@ -583,7 +583,8 @@ async def fleet_side(
                 timeout=wait_timeout,
             )
         except RunTermsDiffer:  # the collector side hears it at once, not at its timeout
-            await _say_refused(scenario, transport, run, shard, terms)
+            grace = scenario.spec.collector.finish_grace
+            await say_refused(transport, run, shard, terms, grace)
             raise
         state_file = fleet_state_file(scenario, run, shard, out_dir)
         config = fleet_config(scenario, run, seed, state_file=state_file)
@@ -690,15 +691,17 @@ async def _say_fleet_done(job: _ShardRun, outcomes: list[DeviceOutcome]) -> None
         log.warning("fleet shard %s/%s could not say it is done: %s", *job.shard, error)
 
 
-async def _say_refused(scenario, transport, run: str, shard, terms: RunTerms) -> None:
+async def say_refused(transport, run: str, shard, terms: RunTerms, grace: float) -> None:
     """Tell the collector side that this shard refused the run (its announcement had
-    other terms) and says its own (``protocol.fleet_done.FleetRefused``): it closes its
-    stream stage naming the term and both values, instead of waiting ``--fleet-timeout``
-    for devices that will never start. Best effort, as ``_say_fleet_done``: a refusal that
-    cannot be sent is logged, and the collector's deadlines are the backstop."""
+    other terms) and says its own (``protocol.fleet_done.FleetRefused``): it stops naming
+    the term and both values (a stream side closes its stage; a CADR-LDP side,
+    ``scenarios.cadr_sides``, stops the run), instead of waiting ``--fleet-timeout`` for
+    devices that will never start. Best effort, as ``_say_fleet_done``: a refusal that
+    cannot be sent within ``grace`` seconds is logged, and the collector's deadlines are
+    the backstop."""
     try:
         status = fleet_refused_status(run, shard, terms)
-        async with asyncio.timeout(scenario.spec.collector.finish_grace):
+        async with asyncio.timeout(grace):
             async with transport.connect(fleet_client_id(run, shard, "done")) as conn:
                 await conn.publish(status.topic, codec.encode(status.message))
     except Exception as error:
