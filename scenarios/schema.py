@@ -337,9 +337,10 @@ def load_scenario(path: str | Path) -> LoadedScenario:
         # "Unicode"), as the CSV and edge-list readers: UTF-16 was "not UTF-8 (byte 0xff)"
         text = decode_text(path.read_bytes())
     except UnicodeDecodeError as exc:
-        if broken_utf16_reason(exc) is not None:
+        broken = broken_utf16_reason(exc)
+        if broken is not None:
             raise ScenarioError(
-                f"scenario file {path} cannot be read: it {broken_utf16_reason(exc)}",
+                f"scenario file {path} cannot be read: it {broken}",
                 limit="a readable UTF-8 file",
             ) from None
         raw = exc.object[: exc.start]
