@@ -234,7 +234,7 @@ async def collect_unless_refused(
                 out, {"scenario": scenario_header(scenario), "run": run, "aborted": aborted}
             )
             raise CadrSideStopped(aborted["detail"])
-        if refused.done():  # the watcher failed: the run's own deadlines decide
+        if refused.done() and refused.exception() is not None:  # the watcher failed
             log.warning("run %s: the fleet status watcher failed: %r", run, refused.exception())
         return await task
     finally:
