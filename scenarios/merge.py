@@ -40,7 +40,7 @@ def merge_run(
     results = collector / "results.json"
     if not results.exists():
         raise TraceError(f"no results.json in {collector}: is it a collector side's --out?")
-    read_object(results)
+    _refuse_a_run_that_never_ran(results, read_object(results))
     _check_pieces(collector, fleets, Path(out_dir))
     partitions = [d for d in fleets if _partition_index(d) is not None]
     fleets = [d for d in fleets if d not in partitions]
@@ -72,6 +72,19 @@ def merge_run(
     if missing:
         _add_warning(out / "results.json", missing)
     return out
+
+
+def _refuse_a_run_that_never_ran(results: Path, document: dict) -> None:
+    """``TraceError`` with the refusal's own sentence when the run stopped before any device
+    ran because a fleet shard refused its terms (``aborted.reason`` ``terms_differ``): the
+    shards wrote nothing, and the merge said "a whole run's results" (CADR-LDP) or "no
+    outcomes.json" (streams), neither of which says what happened."""
+    aborted = document.get("aborted")
+    if isinstance(aborted, dict) and aborted.get("reason") == "terms_differ":
+        raise TraceError(
+            f"run {document.get('run', '?')} never ran, nothing to merge: "
+            f"{aborted.get('detail') or 'a fleet shard refused its terms'} ({results} says so)"
+        )
 
 
 def read_object(path: Path) -> dict:
