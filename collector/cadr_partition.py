@@ -122,18 +122,18 @@ async def listen_to_workers(conn: Connection, gatherer: ReleaseGatherer) -> None
     that arrived in time is not judged missing because the coordinator was busy)."""
     reader = asyncio.current_task()
     assert reader is not None
+    # kept when this ends: a stopped reader holds nothing (``InputHold``), and one that
+    # failed (its connection lost) fails the gatherer's waits at once (``answer_of``),
+    # also those that begin after it failed
     gatherer.hold = InputHold(conn, reader)
-    try:
-        async for delivery in conn.messages():
-            try:
-                message = codec.decode(delivery.payload)
-            except RemoteProtocolError:
-                gatherer.refuse_undecodable()
-                continue
-            with contextlib.suppress(RemoteProtocolError):  # counted by the gatherer
-                gatherer.receive(message)
-    finally:
-        gatherer.hold = None
+    async for delivery in conn.messages():
+        try:
+            message = codec.decode(delivery.payload)
+        except RemoteProtocolError:
+            gatherer.refuse_undecodable()
+            continue
+        with contextlib.suppress(RemoteProtocolError):  # counted by the gatherer
+            gatherer.receive(message)
 
 
 class _Worker:

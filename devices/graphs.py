@@ -484,14 +484,21 @@ def _same_labels(ids: np.ndarray, inverse: np.ndarray) -> tuple[np.ndarray, np.n
     """Labels that differ only in their Unicode normal form are one node: a contact list
     merged from a macOS export ('e' + U+0301, NFD) and one typed elsewhere (U+00E9, NFC)
     held "José" twice, two devices each with part of his friends. Merged under their NFC
-    form (still in sorted order); ``ids`` and ``inverse`` unchanged when no two merge."""
+    form, every other label as written (in the sorted order of the NFC forms); ``ids`` and
+    ``inverse`` unchanged when no two merge."""
     import unicodedata
 
     normal = np.array([unicodedata.normalize("NFC", str(label)) for label in ids])
-    merged, back = np.unique(normal, return_inverse=True)
+    merged, back, counts = np.unique(normal, return_inverse=True, return_counts=True)
     if merged.size == ids.size:
         return ids, inverse
-    return merged, back.reshape(-1)[inverse]
+    back = back.reshape(-1)
+    # a label that merged nothing keeps its spelling (``Graph.ids``: the label as written);
+    # a merged one is named by its NFC form
+    labels = merged.astype(object)
+    alone = counts[back] == 1
+    labels[back[alone]] = ids[alone]
+    return np.array(labels.tolist()), back[inverse]
 
 
 def _utf8(line: bytes) -> bool:
