@@ -390,7 +390,12 @@ def _dropped_rows(results: dict) -> list[tuple[str, str]]:
     if not isinstance(dropped, dict):
         return []
     # the release's own count: a device that refused its budget released nothing either
-    released = len(results.get("released") or {}) or results["devices"] - dropped["count"]
+    # (an empty ``released`` is 0 released, not "unknown": reviewer R, 2026-12-07)
+    released_map = results.get("released")
+    released = (
+        len(released_map) if isinstance(released_map, dict)
+        else results["devices"] - dropped["count"]
+    )  # fmt: skip
     return [
         ("dropped out", f"{dropped['count']} at {dropped['stage']} (errors over the "
                         f"{released:,} released devices)"),
