@@ -840,9 +840,26 @@ def _post_part() -> dict:
     )  # fmt: skip
 
 
+SEED_PART = "device noise: each device's generator is seeded from the run's seed"
+SEED_NOTE = (
+    "default_rng([seed, device index]) (scenarios.cadr_run), for same-seed-same-values "
+    "reproducibility; the seed is in the scenario and results.json, so whoever holds it "
+    "(the collector's operator) can replay every Pólya share and DSR noise and remove "
+    "them: every ε above holds only against an observer without the seed; a deployment "
+    "must seed each device from its own entropy (os.urandom)"
+)
+
+
+def _seed_part() -> dict:
+    """The row every claim carries: the devices' noise is reproducible from the seed."""
+    return _part(SEED_PART, "whoever holds the scenario", None, None, charged=False,
+                 covered="trust", note=SEED_NOTE)  # fmt: skip
+
+
 def _claim(parts: list[dict], statement) -> dict:
     """``privacy_claim``'s dict: the parts, the ledger's total of the charged ones, the
     parts covered by no ε and ``statement(charged, not_covered)``."""
+    parts = [*parts, _seed_part()]
     charged = math.fsum(p["eps"] for p in parts if p["charged"])
     not_covered = [p["part"] for p in parts if p["covered"] == "no"]
     return {
@@ -890,7 +907,8 @@ def _clip_statement(budget: CadrBudget, charged: float, not_covered: list[str]) 
     if not not_covered:
         return (
             head + "the whole view IS ε-node-LDP: " + reason
-            + f" the collector's view of a run is {charged:.6g}-node-LDP (no relay phase runs)"
+            + f" the collector's view of a run is {charged:.6g}-node-LDP (no relay phase runs;"
+            + " against an observer without the run's seed, which seeds the devices' noise)"
         )  # fmt: skip
     return (
         head

@@ -78,7 +78,7 @@ import numpy as np
 from ldpfleet.protocol import topics
 from ldpfleet.protocol.cadr_budget import ACCOUNT, THETA_LABEL, CadrBudget, negotiates
 from ldpfleet.protocol.cadr_messages import CadrPlan, CadrQuery, CadrTheta, DsrReport
-from ldpfleet.protocol.cadr_theta_noise import bucket_vector, polya_share
+from ldpfleet.protocol.cadr_theta_noise import SHARE_BOUND, bucket_vector, polya_share
 from ldpfleet.protocol.dsr import dsr_release
 from ldpfleet.protocol.errors import (
     BudgetExhausted,
@@ -93,7 +93,7 @@ from ldpfleet.protocol.lpea import LpeaNode, RoundFinished
 from ldpfleet.protocol.messages import MAX_STEPS, Ack, BudgetRefused, Message
 from ldpfleet.protocol.peer_relay import RELAY_ID, PeerBatch, PeerDelivery, PeerItem, PeerStep
 from ldpfleet.protocol.secagg.client import SecAggClient
-from ldpfleet.protocol.secagg.messages import SA_MESSAGES
+from ldpfleet.protocol.secagg.messages import SA_MESSAGES, SaSetup
 
 __all__ = ["CadrDevice", "Released"]
 
@@ -398,6 +398,8 @@ class CadrDevice(Machine):
 
     def _feed_client(self, topic: topics.Topic, message: Message, now: float) -> None:
         assert self._client is not None
+        if isinstance(message, SaSetup) and self.plan is not None and self.plan.theta_fraction > 0:
+            _check_theta_session(self.plan, message)
         self._client.receive(topic, message, now)
         self._outbound.extend(self._client.pop_outbound())
 
@@ -625,3 +627,24 @@ class CadrDevice(Machine):
         if self.ledger is None:
             return 0.0
         return self.ledger.account(ACCOUNT).spent
+
+
+def _check_theta_session(plan: CadrPlan, setup: SaSetup) -> None:
+    """``RemoteProtocolError`` for a θ-search session that would cut the noise this device
+    adds (privacy review V, 2026-12-07): shares sized for more sharers than the session has
+    (the opened sum under-noised while every ledger is charged ε_θ), or an encoding range
+    narrower than a share or a rounding scale (each share clipped before the sum)."""
+    if plan.noise_parties > setup.participants:
+        raise RemoteProtocolError(
+            f"noise_parties {plan.noise_parties} exceeds the session's "
+            f"{setup.participants} participants: the θ search's noise would fall short",
+            field="noise_parties",
+        )
+    holds_a_share = setup.clip_low <= -SHARE_BOUND and setup.clip_high >= SHARE_BOUND + 1
+    if not (holds_a_share and setup.scale >= 1 and float(setup.scale).is_integer()):
+        raise RemoteProtocolError(
+            f"the θ-bucket session encodes [{setup.clip_low:g}, {setup.clip_high:g}] "
+            f"at scale {setup.scale:g}: it must hold [-{SHARE_BOUND}, {SHARE_BOUND + 1}] "
+            "at an integer scale, or each noise share is clipped before the sum",
+            field="clip_low",
+        )

@@ -7,6 +7,7 @@ sensor-id column or header of time-step numbers read as data).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from ldpfleet.collector.gcdp.evaluation import check_date_order
 from ldpfleet.devices.sources import CsvSpec, SourceError, dropped_columns, table_columns
@@ -61,6 +62,14 @@ def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
             limit="a readable data file laid out like the fleet's source",
         ) from None
     source_path = resolve_data_path(spec.source.path, loaded.path)  # as the devices read it
+    if _same_file(source_path, calibration.path):  # eps_cal = 0 needs PUBLIC calibration data
+        raise ScenarioError(
+            f"{where}gcdp.calibration_path: {section.calibration_path} is the fleet's own "
+            "source.path: the calibration is public (eps_cal = 0) and must not read the "
+            "protected readings; give a separate public file",
+            limit="a public file other than source.path",
+            value=section.calibration_path,
+        )
     for field, path in (("source.path", source_path), ("gcdp.calibration_path", calibration.path)):
         try:  # windows are consecutive records: a shuffled file averaged unrelated minutes
             check_date_order(path)
@@ -206,3 +215,11 @@ def _refuse_sensor_ids(spec: CsvSpec, rows: int, where: str) -> None:
             "gcdp.calibration_path too (both files then need the header line)",
             limit="no line of time-step numbers read as data",
         )
+
+
+def _same_file(a, b) -> bool:
+    """Whether two resolved data paths name one file (symlinks and spellings included)."""
+    try:
+        return Path(a).resolve().samefile(Path(b).resolve())
+    except OSError:
+        return False

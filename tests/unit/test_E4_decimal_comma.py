@@ -136,8 +136,10 @@ def test_gcdp_utility_labels_with_decimal_commas(tmp_path):
     path = tmp_path / "room.csv"
     rows = "".join(f"{i};{20 + i % 3},5;{i // 8 % 2}\n" for i in range(64))
     path.write_text("t;Temperatur (°C);occ\n" + rows, encoding="utf-8")
+    calibration = tmp_path / "room-public.csv"  # a public file, not the protected source
+    calibration.write_text("t;Temperatur (°C);occ\n" + rows, encoding="utf-8")
     gcdp = (
-        f'[gcdp]\neps_rel = 1.0\nwindow = 4\ncalibration_path = "{path.as_posix()}"\n'
+        f'[gcdp]\neps_rel = 1.0\nwindow = 4\ncalibration_path = "{calibration.as_posix()}"\n'
         'utility_column = "occ"'
     )
     raw = _scenario(path.as_posix(), 'decimal = ","', gcdp).replace(

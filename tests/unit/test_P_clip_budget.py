@@ -100,7 +100,7 @@ def _mechanisms(claim: dict) -> list:
 def test_the_clip_claim_says_the_whole_view_is_eps_node_ldp():
     budget = CadrBudget.for_pipeline(3.0, 0.1, "dp", True, 4039, "clip")
     claim = privacy_claim(budget, "clip", degree_bound=(4038, "devices"))
-    assert _mechanisms(claim) == [None, THETA_LABEL, "laplace", "post-processing"]
+    assert _mechanisms(claim) == [None, THETA_LABEL, "laplace", "post-processing", None]
     assert claim["charged_total"] == pytest.approx(3.0, rel=1e-12)
     assert claim["not_covered"] == []
     dsr = claim["parts"][2]
@@ -116,7 +116,7 @@ def test_the_clip_claim_says_the_whole_view_is_eps_node_ldp():
 def test_the_clip_claim_with_a_given_or_small_fleet_theta():
     budget = CadrBudget.for_pipeline(2.0, 0.1, "dp", False, 12, "clip")
     given = privacy_claim(budget, "clip", theta_searched=False)
-    assert _mechanisms(given) == [None, "laplace", "post-processing"]
+    assert _mechanisms(given) == [None, "laplace", "post-processing", None]
     assert given["charged_total"] == 2.0 and "IS ε-node-LDP" in given["statement"]
     small = privacy_claim(budget, "clip", theta_searched=False, small_fleet=True)
     assert "small-fleet" in small["parts"][0]["part"] and "IS ε-node-LDP" in small["statement"]
