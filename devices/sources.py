@@ -109,9 +109,11 @@ from __future__ import annotations
 import csv
 import functools
 import io
+import itertools
 import json
 import math
 import numbers
+import operator
 import os
 import re
 import zlib
@@ -621,10 +623,12 @@ def _excel_sep_line(text: str, path: str) -> tuple[str, str | None]:
     """Excel's ``sep=;`` first line names the delimiter (it was read as a one-field header:
     "line 2 has 4 fields, header has 2"): blanked (line numbers stay) and its delimiter
     returned; ``(text, None)`` without one."""
-    first, newline, rest = text.partition("\n")
+    end = text.find("\n")  # (not text.partition: a copy of a large file's text)
+    first = text if end < 0 else text[:end]
     line = first.strip()
     if not line.lower().startswith("sep=") or (len(line) > 5 and line[5:].strip()):
         return text, None
+    first, newline, rest = text.partition("\n")
     delimiter = first.lstrip()[4:5]  # a tab is whitespace: take it before stripping
     if delimiter not in (",", ";", "\t"):
         raise SourceError(
@@ -679,7 +683,15 @@ def _parse_table(
             _no_header_in_numpy(path, has_header)
             _no_decimal_in_numpy(path, decimal)
             return _numpy_table(path, raw)
-        lines, delimiter = _csv_lines(raw, path, decimal)
+        text, delimiter = csv_text(raw, path)
+        del raw  # (a large file: its bytes need not outlive its text)
+        if decimal == "," and _one_column(text, delimiter):
+            delimiter = ";"  # held nowhere in the text: every line is one field
+        fast = _fast_table(text, delimiter, path, has_header, decimal)
+        if fast is not None:
+            return fast
+        lines = _csv_rows(text, delimiter)
+        del text
     except UnicodeDecodeError as exc:  # e.g. a Latin-1 export with "°C" in its header
         broken_utf16 = broken_utf16_reason(exc)
         if broken_utf16 is not None:
@@ -712,6 +724,302 @@ def _parse_table(
     return names, matrix, dropped, broken, gaps, mask
 
 
+# ----------------------------------------------------------------- the fast path of a table
+#
+# A million-row file took 28 s and 869 MB (a user's 29 MB file): every cell became a Python
+# string of a list of lists, kept until the matrix was built. ``_fast_table`` reads the
+# same text in blocks of lines, splits each block's lines once and converts each numeric
+# column of a block with numpy (which reads a string as ``float`` does: ``_cell_value``'s
+# values, bit for bit), keeping of its cells only the ones that are not finite numbers
+# (a missing or bad value, named by ``_table``'s callers). Whatever it does not handle
+# exactly as the careful path below does, it leaves to it (``_Fallback``): a quote, a lone
+# carriage return, a field longer than ``csv.field_size_limit()``, a line of another field
+# count, a row id, decimal commas, a repeated header line, a date column going back in
+# time, no numeric column, a decimal comma or foreign mark in a first value... so every
+# refusal is the careful path's own sentence (helper P, 2026-12-07;
+# tests/unit/test_P_csv_pin.py pins the results over thousands of awkward files).
+
+_FAST_BLOCK = 1 << 20  # characters of text per block (about 35,000 lines of 30 characters)
+_FIRST = operator.itemgetter(0)
+_FIFTH = operator.itemgetter(4)
+
+
+class _Fallback(Exception):
+    """The fast path leaves this file to the careful one."""
+
+
+def _fast_head(text: str, delimiter: str, limit: int) -> list[tuple[int, list[str], int]]:
+    """The first two non-blank lines of ``text``: ``(line number, fields, where the line
+    starts)``."""
+    found: list[tuple[int, list[str], int]] = []
+    pos, lineno = 0, 1
+    while len(found) < 2 and pos < len(text):
+        end = text.find("\n", pos)
+        end = len(text) if end < 0 else end
+        if end - pos > limit:  # csv.Error: "field larger than field limit"
+            raise _Fallback
+        row = text[pos:end].split(delimiter)
+        if "".join(row).strip():
+            found.append((lineno, row, pos))
+        pos, lineno = end + 1, lineno + 1
+    return found
+
+
+def _fast_blocks(text: str, delimiter: str, start: int, lineno: int, n_fields: int, size: int):
+    """The non-blank lines of ``text`` from ``start`` (line ``lineno``) on, in blocks of
+    about ``size`` characters, as ``(line numbers, columns)``: the fields of a block's
+    lines by column (``n_fields`` columns: a line of another field count is left to the
+    careful path). A field is as ``csv.reader`` gives it except for the spaces it skips at
+    its start (``skipinitialspace``): the caller strips the cells it keeps
+    (``_fast_cell``)."""
+    limit = csv.field_size_limit()
+    pos, end_of_text = start, len(text)
+    while pos < end_of_text:
+        end = text.find("\n", pos + size)
+        if end < 0:  # the last block (a newline ending the text ends its last line)
+            end = end_of_text - 1 if text.endswith("\n") else end_of_text
+        block = text[pos:end]
+        lines = block.split("\n")
+        linenos = np.arange(lineno, lineno + len(lines), dtype=np.int64)
+        lineno += len(lines)
+        pos = end + 1
+        if max(map(len, lines)) > limit:  # csv.Error: "field larger than field limit"
+            raise _Fallback
+        if set(map(str.count, lines, itertools.repeat(delimiter))) == {n_fields - 1}:
+            flat = block.replace("\n", delimiter).split(delimiter)
+            columns = [flat[j::n_fields] for j in range(n_fields)]
+            del flat
+        else:  # blank lines, or lines of other field counts
+            columns = [[] for _ in range(n_fields)]
+        # a blank line (only spaces and delimiters: "".join(row).strip() is empty) has a
+        # blank first field; only those lines are looked at twice
+        rows = [line.split(delimiter) for line in lines] if not columns[0] else None
+        firsts = columns[0] or map(_FIRST, rows)
+        blank = [
+            i
+            for i, first in enumerate(map(str.strip, firsts))
+            if not first and not "".join(lines[i].split(delimiter)).strip()
+        ]
+        if rows is not None or blank:
+            kept = np.ones(len(lines), dtype=bool)
+            kept[blank] = False
+            if rows is None:
+                rows = [line.split(delimiter) for line in lines]
+            rows = list(itertools.compress(rows, kept.tolist()))
+            if any(len(row) != n_fields for row in rows):
+                raise _Fallback
+            columns = [list(column) for column in zip(*rows, strict=True)]
+            linenos = linenos[kept]
+        if len(linenos):
+            yield linenos, columns
+
+
+def _fast_cell(cell: str) -> str:
+    """A field as ``csv.reader(skipinitialspace=True)`` gives it (no quotes: its leading
+    spaces skipped)."""
+    return cell.lstrip(" ")
+
+
+class _FastColumn:
+    """One column of the file being read by ``_fast_table``: ``kind`` is "number" (kept),
+    "pending" (its first value is missing: its first present value decides), "time" (a text
+    column of ISO date-times whose order is being checked) or "text"."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.blocks: list[np.ndarray] = []
+        self.missing: list[np.ndarray] = []  # row numbers of missing cells
+        self.first_gap: tuple[int, str] | None = None
+        self.first_broken: tuple[int, str] | None = None
+        self.present: tuple[str, int] | None = None  # a pending column's first present value
+        self.before: datetime | None = None  # a time column's last time
+
+    def numbers(self, cells: tuple, row0: int, linenos: np.ndarray, underscores: bool) -> None:
+        """Convert a block of a number (or pending) column as ``_cell_matrix`` does."""
+        values = None
+        if not underscores:  # numpy reads "1_000" as 1000
+            try:
+                values = np.array(cells, dtype=np.float64)
+            except ValueError:  # a cell that is no number: each cell as _cell_value reads it
+                values = None
+        if values is None:
+            values = np.array([_cell_value(cell) for cell in cells], dtype=np.float64)
+        big = np.flatnonzero(np.abs(values) >= _EXACT_INT)
+        for i in big.tolist():  # _mark_inexact_integers
+            if inexact_integer_reason(cells[i]) is not None:
+                values[i] = np.nan
+        bad = np.flatnonzero(~np.isfinite(values)).tolist()
+        if self.kind == "pending":
+            first = np.flatnonzero(~np.isnan(values))
+            stop = int(first[0]) if first.size else len(cells)
+            for i in bad:  # a NaN before the first number may be a present text value
+                if i >= stop:
+                    break
+                if not _is_missing(cells[i]):
+                    stop = i
+                    break
+            if stop < len(cells):
+                self.present = (cells[stop].strip(), int(linenos[stop]))
+                if not _is_number(self.present[0]):  # a text column after its gaps
+                    self.kind, self.blocks, self.missing = "text", [], []
+                    self.first_gap = self.first_broken = None
+                    return
+                self.kind = "number"
+        missing = []
+        for i in bad:
+            cell = _fast_cell(cells[i])
+            if _is_missing(cell):
+                missing.append(row0 + i)
+                if self.first_gap is None:
+                    self.first_gap = (row0 + i, cell)
+            elif self.first_broken is None:
+                self.first_broken = (row0 + i, cell)
+        if missing:
+            self.missing.append(np.array(missing, dtype=np.int64))
+        self.blocks.append(values)
+
+    def times(self, cells: tuple) -> None:
+        """``_check_time_order`` on a block of a time column: ``_Fallback`` where it would
+        refuse the file; the check ends where it would stop."""
+        before = self.before
+        stripped = list(map(str.strip, cells))
+        if min(map(len, stripped)) >= 10 and set(map(_FIFTH, stripped)) == {"-"}:
+            try:  # _iso_time of every cell, at once
+                times = list(map(datetime.fromisoformat, stripped))
+            except ValueError:
+                times = None
+            if times is not None and len(set(time.tzinfo is None for time in times)) == 1:
+                if before is not None and (times[0].tzinfo is None) != (before.tzinfo is None):
+                    self.kind = "text"
+                    return
+                if before is not None:
+                    times.insert(0, before)
+                if not all(map(operator.le, times, times[1:])):
+                    raise _Fallback  # a time before the one above it
+                self.before = times[-1]
+                return
+        for now in map(_iso_time, stripped):
+            if now is None or (
+                before is not None and (now.tzinfo is None) != (before.tzinfo is None)
+            ):
+                self.kind = "text"
+                return
+            if before is not None and now < before:
+                raise _Fallback
+            before = now
+        self.before = before
+
+
+def _fast_table(
+    text: str, delimiter: str, path: str, has_header: bool | None, decimal: str
+) -> tuple | None:
+    """``_parse_table``'s result for a CSV ``text``, or None to leave it to the careful
+    path (the section comment above)."""
+    if decimal != "." or '"' in text:
+        return None
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+        if "\r" in text:
+            return None
+    try:
+        return _fast_read(text, delimiter, path, has_header, decimal)
+    except (_Fallback, SourceError):
+        return None
+
+
+def _fast_read(text: str, delimiter: str, path: str, has_header: bool | None, decimal: str):
+    head = _fast_head(text, delimiter, csv.field_size_limit())
+    if not head:
+        raise _Fallback
+    first = [cell.strip() for cell in head[0][1]]
+    if has_header is None:
+        has_header = not all(_is_number(cell) for cell in first) and not _dated_data_line(
+            first, head[1][1] if len(head) > 1 else None
+        )
+    if has_header:
+        header = first
+        head = head[1:]
+    else:
+        header = [str(i) for i in range(len(first))]
+    if not head:
+        raise _Fallback
+    first_line, first_fields, start = head[0]
+    width, n_fields = len(header), len(first_fields)
+    if n_fields not in (width, width + 1):
+        raise _Fallback
+    first_row = [_fast_cell(cell) for cell in first_fields[:width]]
+    columns = [
+        _FastColumn(
+            "pending"
+            if _is_missing(cell)
+            else "number"
+            if _is_number(cell.strip())
+            else "time"
+            if _iso_time(cell.strip()) is not None
+            else "text"
+        )
+        for cell in first_row
+    ]
+    all_numbers = []
+    row0 = 0
+    for linenos, cells in _fast_blocks(text, delimiter, start, first_line, n_fields, _FAST_BLOCK):
+        if n_fields > width and any(map(str.strip, cells[width])):
+            raise _Fallback  # a leading row id, not a delimiter ending every row
+        if has_header and header[0] in map(str.strip, cells[0]):
+            for i, cell in enumerate(cells[0]):  # _refuse_repeated_header's test
+                if cell.strip() == header[0] and [c[i].strip() for c in cells] == header:
+                    raise _Fallback
+        for j, column in enumerate(columns):
+            if column.kind in ("number", "pending"):
+                column.numbers(cells[j], row0, linenos, "_" in "".join(cells[j]))
+            elif column.kind == "time":
+                column.times(cells[j])
+        all_numbers.append(linenos)
+        row0 += len(linenos)
+    return _fast_result(header, first_row, first_line, columns, all_numbers, row0, path, decimal)
+
+
+def _fast_result(header, first_row, first_line, columns, all_numbers, n_rows, path, decimal):
+    """The table of ``_fast_read``'s columns, as ``_numeric_columns`` and ``_cell_matrix``
+    build it."""
+    keep = [j for j, column in enumerate(columns) if column.kind == "number"]
+    if not keep:
+        raise _Fallback
+    if _decimal_comma_column(header, first_row, keep, path, first_line, decimal) is not None:
+        raise _Fallback
+    names = tuple(header[j] for j in keep)
+    dropped = {}
+    for j, cell in enumerate(first_row):
+        if j in keep:
+            continue
+        column = columns[j]
+        if column.present is not None:  # a text column after leading gaps
+            dropped[header[j]] = (*column.present, False)
+        else:  # a text column, or one whose every value is missing
+            dropped[header[j]] = (cell.strip(), first_line, column.kind == "pending")
+    lines = np.concatenate(all_numbers)
+    matrix = np.empty((n_rows, len(keep)), dtype=np.float64)
+    gaps_at, broken_at = [], []
+    mask = None
+    for k, j in enumerate(keep):
+        column = columns[j]
+        matrix[:, k] = np.concatenate(column.blocks) if column.blocks else []
+        if column.first_gap is not None:
+            gaps_at.append((column.first_gap[0], k, column.first_gap[1]))
+        if column.first_broken is not None:
+            broken_at.append((column.first_broken[0], k, column.first_broken[1]))
+    if gaps_at or broken_at:
+        mask = np.zeros(matrix.shape, dtype=bool)
+        for k, j in enumerate(keep):
+            for rows in columns[j].missing:
+                mask[rows, k] = True
+        mask.flags.writeable = False
+    gaps = {k: (cell, int(lines[r])) for r, k, cell in sorted(gaps_at)}
+    broken = {k: (cell, int(lines[r])) for r, k, cell in sorted(broken_at)}
+    matrix.flags.writeable = False
+    return names, matrix, dropped, broken, gaps, mask
+
+
 def _ansi_hint(raw: bytes, path: str) -> str:
     """A hint for a file that reads as Windows-1252 (Excel's "CSV" save on Windows in
     Western Europe writes its "ANSI" code page, with ``°`` as byte 0xb0): the command that
@@ -735,7 +1043,12 @@ def _csv_lines(raw: bytes, path: str, decimal: str = ".") -> tuple[list, str]:
     text, delimiter = csv_text(raw, path)
     if decimal == "," and _one_column(text, delimiter):
         delimiter = ";"  # held nowhere in the text: every line is one field
-    lines = [
+    return _csv_rows(text, delimiter), delimiter
+
+
+def _csv_rows(text: str, delimiter: str) -> list:
+    """The non-blank lines of a CSV text as ``(line number, fields)`` (``_csv_lines``)."""
+    return [
         (lineno, row)
         for lineno, row in enumerate(
             csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, skipinitialspace=True),
@@ -743,7 +1056,6 @@ def _csv_lines(raw: bytes, path: str, decimal: str = ".") -> tuple[list, str]:
         )
         if "".join(row).strip()  # a cell not blank: one call, not a generator per row
     ]
-    return lines, delimiter
 
 
 def _one_column(text: str, delimiter: str) -> bool:
@@ -880,7 +1192,18 @@ def csv_text(raw: bytes, path: str) -> tuple[str, str]:
     text = decode_text(raw).rstrip(DOS_END_OF_FILE)
     _refuse_json(text, path)
     text, delimiter = _excel_sep_line(text, path)
-    return text, delimiter or sniff_delimiter(text)
+    return text, delimiter or sniff_delimiter(_head_lines(text))
+
+
+def _head_lines(text: str, size: int = 1 << 16) -> str:
+    """The whole lines of ``text`` in its first ``size`` characters when they hold two
+    non-blank lines (all ``sniff_delimiter`` reads: it split every line of a large file),
+    else ``text``."""
+    end = text.rfind("\n", 0, size)
+    head = text[: end + 1] if end >= 0 else ""
+    if len(text) <= size or sum(1 for line in head.splitlines() if line.strip()) < 2:
+        return text
+    return head
 
 
 def _refuse_json(text: str, path: str) -> None:
