@@ -116,6 +116,7 @@ import numbers
 import operator
 import os
 import re
+import stat
 import zlib
 from dataclasses import dataclass
 from datetime import datetime
@@ -1833,22 +1834,36 @@ def _table(path: str, header: bool | None = None, decimal: str = "."):
     to its first bad cell and line; that column's bad cells are NaN, and only a source that
     reads it is refused (``_column_index``), so a bad cell in a column nobody uses does not
     refuse the file."""
+    return _parse_table(*_table_key(path, decimal), header, decimal)
+
+
+def _table_key(path: str | os.PathLike, decimal: str) -> tuple[str, tuple[str, int, int, int]]:
+    """``path`` and the cache key of its table (``_cache_key``): one ``os.stat`` (a folder,
+    or no regular file, refused)."""
     path = os.fspath(path)
     check_decimal(decimal, field="source.decimal")  # (an unknown mark read as ".")
     try:
         st = os.stat(path)
     except OSError as exc:
         raise SourceError(f"file not found: {path} ({exc.strerror})", field="source.path") from exc
-    if os.path.isdir(path):
+    if stat.S_ISDIR(st.st_mode):
         raise SourceError(
             f"{path} is not a regular file but a folder: a csv source reads one file, which "
             'every device replays (layout "column": each device from its own start row; '
             'layout "rows": a row per device, all of one length); join the files into one',
             field="source.path",
         )
-    if not os.path.isfile(path):
+    if not stat.S_ISREG(st.st_mode):
         raise SourceError(f"{path} is not a regular file", field="source.path")
-    return _parse_table(path, _cache_key(path, st), header, decimal)
+    return path, _cache_key(path, st)
+
+
+def _spec_table(spec: CsvSpec) -> tuple:
+    """The table of ``spec``'s file as it was when ``spec`` was made (``CsvSpec._key``):
+    a fleet's devices each replay it (``csv_stream``), and an ``os.stat`` per device was
+    measurable for thousands of them (helper A, 2026-12-07). A file edited after the spec
+    was made is read again by the next spec (the next run), not by this one."""
+    return _parse_table(spec.path, spec._key, spec.header, spec.decimal)
 
 
 def load_table(
@@ -2010,7 +2025,9 @@ class CsvSpec:
                 field="source.missing",
             )
         check_decimal(self.decimal, field="source.decimal")
-        names = list(_table(self.path, self.header, self.decimal)[0])
+        # the file as it is now: the key of every later read of this spec (_spec_table)
+        object.__setattr__(self, "_key", _table_key(self.path, self.decimal)[1])
+        names = list(_spec_table(self)[0])
         if self.layout == "column" and self.columns is None:
             _column_index(self, names)
         if self.layout == "rows":  # every device replays whole rows: every column is read
@@ -2030,9 +2047,7 @@ def _column_index(
     if isinstance(column, str) and column not in names:
         column = _same_text(column, names)
     if isinstance(column, str):
-        dropped = (
-            dropped_columns(spec.path, spec.header, spec.decimal) if column not in names else {}
-        )
+        dropped = _spec_table(spec)[2] if column not in names else {}
         if column in dropped and dropped[column][2]:
             raise SourceError(
                 f"{column!r} of {spec.path} is entirely missing: every value is a missing "
@@ -2070,7 +2085,7 @@ def _column_index(
                 f"{', '.join(map(str, where))}): give its 0-based index instead",
                 field=field,
             )
-        shadow = dropped_columns(spec.path, spec.header, spec.decimal).get(column)
+        shadow = _spec_table(spec)[2].get(column)
         if shadow is not None:  # the numeric one was taken silently, the text one unsaid
             raise SourceError(
                 f"{column!r} names 2 columns of {spec.path}: numeric column "
@@ -2093,7 +2108,7 @@ def _column_index(
 
 def _readable(spec: CsvSpec, names: list[str], index: int, field: str) -> int:
     """``index``, after checking that every value of that column is a finite number."""
-    broken, gaps = _table(spec.path, spec.header, spec.decimal)[3:5]
+    broken, gaps = _spec_table(spec)[3:5]
     if index in broken:
         raise _broken_error(
             spec.path, names[index], *broken[index], field=field, decimal=spec.decimal
@@ -2106,7 +2121,7 @@ def _readable(spec: CsvSpec, names: list[str], index: int, field: str) -> int:
 def _check_rows(spec: CsvSpec, names: list[str]) -> None:
     """The ``"rows"`` layout reads every column: any bad cell is refused, and a missing one
     under ``missing = "refuse"`` (the first in the file)."""
-    broken, gaps = _table(spec.path, spec.header, spec.decimal)[3:5]
+    broken, gaps = _spec_table(spec)[3:5]
     if broken:
         k = min(broken, key=lambda j: (broken[j][1], j))
         raise _broken_error(
@@ -2130,12 +2145,10 @@ def _filled_series(spec: CsvSpec) -> tuple[np.ndarray, dict]:
     """The series ``spec`` replays with its gaps handled (``spec.missing``): the matrix of
     its read columns (``_read_columns`` order; time along axis 0 in the ``"column"``
     layout, axis 1 in ``"rows"``), read-only and shared, and :func:`missing_summary`."""
-    path = os.fspath(spec.path)
-    st = os.stat(path)
-    names = list(_table(path, spec.header, spec.decimal)[0])
+    names = list(_spec_table(spec)[0])
     return _filled_table(
-        path,
-        _cache_key(path, st),
+        spec.path,
+        spec._key,
         spec.header,
         spec.decimal,
         spec.missing,
@@ -2357,7 +2370,7 @@ def csv_stream(
     i, n = int(device_index), int(n_devices)
     filled, _ = _filled_series(spec)  # the read columns, gaps handled (spec.missing)
     if spec.layout == "rows":
-        _check_rows(spec, list(_table(spec.path, spec.header, spec.decimal)[0]))
+        _check_rows(spec, list(_spec_table(spec)[0]))
         series = filled[i % filled.shape[0]]
     elif spec.columns is not None:
         series = filled[:, i % spec.channels]
