@@ -153,6 +153,8 @@ __all__ = [
     "channel_bounds",
     "check_decimal",
     "clear_table_cache",
+    "closest_name",
+    "column_name",
     "csv_stream",
     "csv_text",
     "decode_text",
@@ -594,7 +596,7 @@ def _check_time_order(data: list, j: int, path: str, what: str) -> None:
         before = (now, lineno, row[j].strip())
 
 
-def _closest_name(column: str, names) -> str:
+def closest_name(column: str, names) -> str:
     """`` (did you mean 'Temp (°C)'?)`` for a column named in another case or nearly so."""
     import difflib
 
@@ -604,6 +606,15 @@ def _closest_name(column: str, names) -> str:
     prefix = [name for name in names if name.casefold().startswith(column.casefold())]
     close = prefix[:1] or difflib.get_close_matches(column, list(names), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def column_name(column: str, names: list[str]) -> str:
+    """The header's spelling of a column name a scenario gives (``source.column``,
+    ``source.columns``, ``gcdp.utility_column``): ``column`` itself when one of ``names``,
+    else the one name it differs from only in Unicode normal form or in the spaces around
+    it (``_same_text``), else ``column`` unchanged (for the caller to refuse, with
+    :func:`closest_name`'s hint). The one matching of every column name."""
+    return column if column in names else _same_text(column, names)
 
 
 def _same_text(column: str, names: list[str]) -> str:
@@ -2044,8 +2055,8 @@ def _column_index(
 ) -> int:
     column = spec.column if column is None else column
     available = ", ".join(names)
-    if isinstance(column, str) and column not in names:
-        column = _same_text(column, names)
+    if isinstance(column, str):
+        column = column_name(column, names)
     if isinstance(column, str):
         dropped = _spec_table(spec)[2] if column not in names else {}
         if column in dropped and dropped[column][2]:
@@ -2074,7 +2085,7 @@ def _column_index(
             )
         if column not in names:
             raise SourceError(
-                f"{column!r} not in header of {spec.path}{_closest_name(column, names)} "
+                f"{column!r} not in header of {spec.path}{closest_name(column, names)} "
                 f"(columns: {available})",
                 field=field,
             )
