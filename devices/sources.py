@@ -927,7 +927,7 @@ def _fast_table(
 ) -> tuple | None:
     """``_parse_table``'s result for a CSV ``text``, or None to leave it to the careful
     path (the section comment above)."""
-    if decimal != "." or '"' in text:
+    if '"' in text or (decimal == "," and delimiter == ","):  # (check_decimal refuses it)
         return None
     if "\r" in text:
         text = text.replace("\r\n", "\n")
@@ -943,13 +943,16 @@ def _fast_read(text: str, delimiter: str, path: str, has_header: bool | None, de
     head = _fast_head(text, delimiter, csv.field_size_limit())
     if not head:
         raise _Fallback
+    read = _comma_cells if decimal == "," else list  # the cells as _decimal_commas reads them
+    names = [cell.strip() for cell in head[0][1]]  # the header's names as written
+    head = [(lineno, read(fields), pos) for lineno, fields, pos in head]
     first = [cell.strip() for cell in head[0][1]]
     if has_header is None:
         has_header = not all(_is_number(cell) for cell in first) and not _dated_data_line(
             first, head[1][1] if len(head) > 1 else None
         )
     if has_header:
-        header = first
+        header = first  # (_refuse_repeated_header compares the lines as read)
         head = head[1:]
     else:
         header = [str(i) for i in range(len(first))]
@@ -974,7 +977,8 @@ def _fast_read(text: str, delimiter: str, path: str, has_header: bool | None, de
     ]
     all_numbers = []
     row0 = 0
-    for linenos, cells in _fast_blocks(text, delimiter, start, first_line, n_fields, _FAST_BLOCK):
+    for linenos, fields in _fast_blocks(text, delimiter, start, first_line, n_fields, _FAST_BLOCK):
+        cells = [read(column) for column in fields]
         if n_fields > width and any(map(str.strip, cells[width])):
             raise _Fallback  # a leading row id, not a delimiter ending every row
         if has_header and header[0] in map(str.strip, cells[0]):
@@ -988,7 +992,32 @@ def _fast_read(text: str, delimiter: str, path: str, has_header: bool | None, de
                 column.times(cells[j])
         all_numbers.append(linenos)
         row0 += len(linenos)
+    if has_header:
+        header = names
     return _fast_result(header, first_row, first_line, columns, all_numbers, row0, path, decimal)
+
+
+# a block of a column of numbers with a decimal comma, integers or empty cells (no spaces):
+# what decimal_comma_cell reads as the cell with its comma a point
+_COMMA_CELL = r"(?:[+-]?(?:\d+,\d*|,\d+|\d+)(?:[eE][+-]?\d+)?)?"
+_COMMA_CELLS = re.compile(rf"{_COMMA_CELL}(?:\n{_COMMA_CELL})*")
+
+
+def _comma_cells(cells) -> list[str]:
+    """``cells`` as ``_decimal_commas`` reads them (``decimal = ","``), at once when they
+    are all plain numbers with a decimal comma, integers or empty."""
+    joined = "\n".join(cells)
+    if _COMMA_CELLS.fullmatch(joined):
+        return joined.replace(",", ".").split("\n")
+    if "," not in joined and "." not in joined:  # decimal_comma_cell reads them unchanged
+        return list(cells)
+    return [_comma_cell(cell) for cell in cells]
+
+
+def _comma_cell(cell: str) -> str:
+    """One cell as ``_decimal_commas`` reads it."""
+    read = decimal_comma_cell(cell)
+    return cell.strip() + _POINT_MARKED if read is None else read
 
 
 def _fast_result(header, first_row, first_line, columns, all_numbers, n_rows, path, decimal):
@@ -1148,18 +1177,14 @@ def _decimal_commas(lines: list, delimiter: str, path: str) -> list:
     semicolons or tabs: in a comma-separated file a decimal comma cannot be told from a
     field separator (``check_decimal``)."""
     check_decimal(",", field="source.decimal", delimiter=delimiter, path=path)
-    marked = (
-        " (a decimal point, but source.decimal is ',': digit grouping? it is read only "
-        "before a decimal comma, 1.234,0)"
-    )
-    out = []
-    for lineno, row in lines:
-        cells = []
-        for cell in row:
-            read = decimal_comma_cell(cell)
-            cells.append(cell.strip() + marked if read is None else read)
-        out.append((lineno, cells))
-    return out
+    return [(lineno, [_comma_cell(cell) for cell in row]) for lineno, row in lines]
+
+
+# a cell with a decimal point under decimal = ",": marked as no number (_decimal_commas)
+_POINT_MARKED = (
+    " (a decimal point, but source.decimal is ',': digit grouping? it is read only "
+    "before a decimal comma, 1.234,0)"
+)
 
 
 def decimal_comma_cell(cell: str) -> str | None:
