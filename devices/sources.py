@@ -846,7 +846,9 @@ class _FastColumn:
         self.present: tuple[str, int] | None = None  # a pending column's first present value
         self.before: datetime | None = None  # a time column's last time
 
-    def numbers(self, cells: tuple, row0: int, linenos: np.ndarray, underscores: bool) -> None:
+    def numbers(
+        self, cells: tuple, row0: int, linenos: np.ndarray, underscores: bool, clean=_fast_cell
+    ) -> None:
         """Convert a block of a number (or pending) column as ``_cell_matrix`` does."""
         values = None
         if not underscores:  # numpy reads "1_000" as 1000
@@ -879,7 +881,7 @@ class _FastColumn:
                 self.kind = "number"
         missing = []
         for i in bad:
-            cell = _fast_cell(cells[i])
+            cell = clean(cells[i])
             if _is_missing(cell):
                 missing.append(row0 + i)
                 if self.first_gap is None:
@@ -927,24 +929,103 @@ def _fast_table(
 ) -> tuple | None:
     """``_parse_table``'s result for a CSV ``text``, or None to leave it to the careful
     path (the section comment above)."""
-    if '"' in text or (decimal == "," and delimiter == ","):  # (check_decimal refuses it)
+    if decimal == "," and delimiter == ",":  # (check_decimal refuses it)
         return None
+    quoted = '"' in text
     if "\r" in text:
+        if quoted:  # a quoted field may hold a line end, which stays as written
+            return None
         text = text.replace("\r\n", "\n")
         if "\r" in text:
             return None
     try:
-        return _fast_read(text, delimiter, path, has_header, decimal)
-    except (_Fallback, SourceError):
+        return _fast_read(text, delimiter, path, has_header, decimal, quoted)
+    except (_Fallback, SourceError, csv.Error):
         return None
 
 
-def _fast_read(text: str, delimiter: str, path: str, has_header: bool | None, decimal: str):
-    head = _fast_head(text, delimiter, csv.field_size_limit())
+class _FastRecords:
+    """The records of a ``text`` with quotes (no carriage return) exactly as ``_csv_rows``
+    gives them: ``csv.reader`` over its lines without their newline reads each line as
+    ``io.StringIO`` gives it, unless a quoted field holds a line end (a record then spans
+    lines: fewer records than lines, left to the careful path at the end)."""
+
+    def __init__(self, text: str, delimiter: str, size: int) -> None:
+        self.text, self.size, self.lines, self.lineno = text, size, 0, 0
+        self.reader = csv.reader(self._pieces(), delimiter=delimiter, skipinitialspace=True)
+
+    def _pieces(self):
+        text, pos = self.text, 0
+        while True:
+            end = text.find("\n", pos + self.size)
+            piece = text[pos:] if end < 0 else text[pos:end]
+            split = piece.split("\n")
+            self.lines += len(split)
+            yield from split
+            if end < 0:
+                return
+            pos = end + 1
+
+    def head(self) -> list[tuple[int, list[str], None]]:
+        """The first two non-blank records, ``(line number, fields, None)``."""
+        found = []
+        for row in self.reader:
+            self.lineno += 1
+            if "".join(row).strip():
+                found.append((self.lineno, row, None))
+                if len(found) == 2:
+                    break
+        return found
+
+    def blocks(self, first: list, n_fields: int):
+        """``first`` (records of the head, ``(line number, fields)``), then the non-blank
+        records after the head, as ``(line numbers, columns)`` by blocks."""
+        if first:
+            yield self._columns(np.array([n for n, _ in first]), [r for _, r in first], n_fields)
+        rows_a_block = max(1, self.size // 32)
+        while True:
+            rows = list(itertools.islice(self.reader, rows_a_block))
+            if not rows:
+                break
+            linenos = np.arange(self.lineno + 1, self.lineno + 1 + len(rows), dtype=np.int64)
+            self.lineno += len(rows)
+            if set(map(len, rows)) == {n_fields}:  # a blank record has a blank first field
+                blank = [i for i, f in enumerate(map(str.strip, map(_FIRST, rows))) if not f]
+                blank = [i for i in blank if not "".join(rows[i]).strip()]
+            else:
+                blank = [i for i, row in enumerate(rows) if not "".join(row).strip()]
+            if blank:
+                kept = np.ones(len(rows), dtype=bool)
+                kept[blank] = False
+                rows = list(itertools.compress(rows, kept.tolist()))
+                linenos = linenos[kept]
+            if rows:
+                yield self._columns(linenos, rows, n_fields)
+        if self.lineno != self.lines:  # a record of several lines
+            raise _Fallback
+
+    @staticmethod
+    def _columns(linenos: np.ndarray, rows: list, n_fields: int):
+        if set(map(len, rows)) != {n_fields}:
+            raise _Fallback
+        return linenos, [list(column) for column in zip(*rows, strict=True)]
+
+
+def _fast_read(
+    text: str, delimiter: str, path: str, has_header: bool | None, decimal: str, quoted: bool
+):
+    if quoted:  # csv.reader's records, their fields as they are
+        records = _FastRecords(text, delimiter, _FAST_BLOCK)
+        head = records.head()
+        clean = str
+    else:  # lines split at the delimiter, their fields' leading spaces left
+        head = _fast_head(text, delimiter, csv.field_size_limit())
+        clean = _fast_cell
     if not head:
         raise _Fallback
     read = _comma_cells if decimal == "," else list  # the cells as _decimal_commas reads them
     names = [cell.strip() for cell in head[0][1]]  # the header's names as written
+    data_records = [(lineno, fields) for lineno, fields, _ in head]  # (as they are)
     head = [(lineno, read(fields), pos) for lineno, fields, pos in head]
     first = [cell.strip() for cell in head[0][1]]
     if has_header is None:
@@ -953,7 +1034,7 @@ def _fast_read(text: str, delimiter: str, path: str, has_header: bool | None, de
         )
     if has_header:
         header = first  # (_refuse_repeated_header compares the lines as read)
-        head = head[1:]
+        head, data_records = head[1:], data_records[1:]
     else:
         header = [str(i) for i in range(len(first))]
     if not head:
@@ -962,7 +1043,7 @@ def _fast_read(text: str, delimiter: str, path: str, has_header: bool | None, de
     width, n_fields = len(header), len(first_fields)
     if n_fields not in (width, width + 1):
         raise _Fallback
-    first_row = [_fast_cell(cell) for cell in first_fields[:width]]
+    first_row = [clean(cell) for cell in first_fields[:width]]
     columns = [
         _FastColumn(
             "pending"
@@ -977,7 +1058,11 @@ def _fast_read(text: str, delimiter: str, path: str, has_header: bool | None, de
     ]
     all_numbers = []
     row0 = 0
-    for linenos, fields in _fast_blocks(text, delimiter, start, first_line, n_fields, _FAST_BLOCK):
+    if quoted:  # the head's data records again, then the rest
+        blocks = records.blocks(data_records, n_fields)
+    else:
+        blocks = _fast_blocks(text, delimiter, start, first_line, n_fields, _FAST_BLOCK)
+    for linenos, fields in blocks:
         cells = [read(column) for column in fields]
         if n_fields > width and any(map(str.strip, cells[width])):
             raise _Fallback  # a leading row id, not a delimiter ending every row
@@ -987,7 +1072,7 @@ def _fast_read(text: str, delimiter: str, path: str, has_header: bool | None, de
                     raise _Fallback
         for j, column in enumerate(columns):
             if column.kind in ("number", "pending"):
-                column.numbers(cells[j], row0, linenos, "_" in "".join(cells[j]))
+                column.numbers(cells[j], row0, linenos, "_" in "".join(cells[j]), clean)
             elif column.kind == "time":
                 column.times(cells[j])
         all_numbers.append(linenos)

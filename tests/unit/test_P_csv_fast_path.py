@@ -25,7 +25,9 @@ def _cell(rng: random.Random, kind: str, k: int, comma: bool) -> str:
     if kind == "time":
         return f"2026-01-{1 + k // 1440:02d} {k // 60 % 24:02d}:{k % 60:02d}:00"
     if kind == "label":
-        return rng.choice(["a", "b", "room 1"])
+        if rng.random() < 0.0002:  # a record of two lines: left to the careful path
+            return '"two\nlines"'
+        return rng.choice(["a", "b", "room 1", '"a, b"', '"x""y"', '" q"'])
     if kind == "int":
         text = str(rng.randrange(0, 2))
     else:
@@ -42,10 +44,13 @@ def _file(seed: int) -> tuple[bytes, str]:
     kinds = [rng.choice(["num", "num", "int", "time", "label"]) for _ in range(rng.randint(1, 6))]
     lines = [delimiter.join(f"c{j}" for j in range(len(kinds)))] if rng.random() < 0.9 else []
     leading_gap = rng.random() < 0.2
+    quote = rng.random() < 0.3
     for k in range(rng.randint(50, 800)):
         cells = [_cell(rng, kind, k, comma) for kind in kinds]
         if leading_gap and k < 3:
             cells[0] = "NA"
+        if quote and rng.random() < 0.9:  # R's write.csv quotes text, a script every field
+            cells = [cell if cell.startswith('"') else f'"{cell}"' for cell in cells]
         if rng.random() < 0.3 and rng.random() < 0.1:
             cells = [" " + cell for cell in cells]
         lines.append(delimiter.join(cells))
@@ -54,6 +59,8 @@ def _file(seed: int) -> tuple[bytes, str]:
     if rng.random() < 0.1:
         lines = [line + delimiter for line in lines]
     end = "\r\n" if rng.random() < 0.2 else "\n"
+    if quote and lines and rng.random() < 0.5:
+        lines[0] = delimiter.join(f'"{name}"' for name in lines[0].split(delimiter))
     return (end.join(lines) + end).encode(), "," if comma else "."
 
 
