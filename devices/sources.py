@@ -740,16 +740,18 @@ def _parse_table(
 #
 # A million-row file took 28 s and 869 MB (a user's 29 MB file): every cell became a Python
 # string of a list of lists, kept until the matrix was built. ``_fast_table`` reads the
-# same text in blocks of lines, splits each block's lines once and converts each numeric
-# column of a block with numpy (which reads a string as ``float`` does: ``_cell_value``'s
-# values, bit for bit), keeping of its cells only the ones that are not finite numbers
-# (a missing or bad value, named by ``_table``'s callers). Whatever it does not handle
-# exactly as the careful path below does, it leaves to it (``_Fallback``): a quote, a lone
-# carriage return, a field longer than ``csv.field_size_limit()``, a line of another field
-# count, a row id, decimal commas, a repeated header line, a date column going back in
-# time, no numeric column, a decimal comma or foreign mark in a first value... so every
-# refusal is the careful path's own sentence (helper P, 2026-12-07;
-# tests/unit/test_P_csv_pin.py pins the results over thousands of awkward files).
+# same text in blocks of lines, splits each block's lines once (``csv.reader`` over the
+# lines of a file with quotes) and converts each numeric column of a block with numpy
+# (which reads a string as ``float`` does: ``_cell_value``'s values, bit for bit), keeping
+# of its cells only the ones that are not finite numbers (a missing or bad value, named by
+# ``_table``'s callers); decimal commas are read by blocks too (``_comma_cells``).
+# Whatever it does not handle exactly as the careful path below does, it leaves to it
+# (``_Fallback``): a quoted field holding a line end, a lone carriage return (any, in a
+# file with quotes), a field longer than ``csv.field_size_limit()``, a line of another
+# field count, a row id, a repeated header line, a date column going back in time, no
+# numeric column, a decimal comma or foreign mark in a first value... so every refusal is
+# the careful path's own sentence (helper P, 2026-12-07; tests/unit/test_P_csv_pin.py pins
+# the results over thousands of awkward files, test_P_csv_fast_path.py compares the paths).
 
 _FAST_BLOCK = 1 << 20  # characters of text per block (about 35,000 lines of 30 characters)
 _FIRST = operator.itemgetter(0)
