@@ -60,7 +60,15 @@ from ldpfleet.collector.gcdp.windows import (
     WindowAssembler,
     WindowReleased,
 )
-from ldpfleet.devices.sources import CsvSpec, csv_stream, missing_summary, replay_cycles
+from ldpfleet.devices.sources import (
+    CsvSpec,
+    closest_name,
+    column_name,
+    csv_stream,
+    missing_summary,
+    replay_cycles,
+    table_columns,
+)
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.ledger import PrivacyLedger
@@ -75,6 +83,7 @@ __all__ = [
     "release_rng",
     "release_warnings",
     "sampling_entry",
+    "utility_column",
 ]
 
 LEDGER_OWNER = "collector"
@@ -121,27 +130,50 @@ def load_calibration(config: GcdpStageConfig) -> tuple[np.ndarray, np.ndarray | 
         data[:, i] = normalise(series, *config.node_bounds[i])
     if config.utility_column is None:
         return data, None
+    column = utility_column(config)
     channels = spec.channels
     rooms = -(-m // channels)
     label_spec = CsvSpec(
         path=spec.path,
-        column=config.utility_column,
+        column=column,
         stride=spec.stride,
         header=spec.header,
         decimal=spec.decimal,
     )
     room_labels = [
-        _room_labels(config, csv_stream(label_spec, r, rooms, length)[0], r) for r in range(rooms)
+        _room_labels(config, csv_stream(label_spec, r, rooms, length)[0], r, column)
+        for r in range(rooms)
     ]
     labels = np.column_stack([room_labels[i // channels] for i in range(m)])
     return data, labels
 
 
-def _room_labels(config: GcdpStageConfig, values: np.ndarray, room: int) -> np.ndarray:
+def utility_column(config: GcdpStageConfig) -> str:
+    """``config.utility_column`` as the calibration file's header spells it, matched as
+    every column name a scenario gives is (``devices.sources.column_name``: Unicode normal
+    form, spaces around it; it was matched exactly, so " Occupancy " copied from the header
+    line was "not a column" while ``source.column`` took it). A name that is not a numeric
+    column of the file is refused with the same "did you mean" hint as ``source.column``'s
+    (``devices.sources.closest_name``)."""
+    spec = config.calibration
+    names, _ = table_columns(spec.path, spec.header, spec.decimal)
+    column = column_name(config.utility_column, names)
+    if column not in names:
+        raise ParameterError(
+            f"{config.utility_column!r} is not a numeric column of {spec.path}"
+            f"{closest_name(config.utility_column, names)} (columns: {', '.join(names)})",
+            field="gcdp.utility_column",
+            limit="a numeric column of the calibration file",
+            value=config.utility_column,
+        )
+    return column
+
+
+def _room_labels(config: GcdpStageConfig, values: np.ndarray, room: int, column: str) -> np.ndarray:
     """Room ``room``'s calibration labels, checked: 0/1 values (``>= 0.5`` binarised labels
     0/2 or a sensor column silently), and window majorities of both classes (one class gave
     mu_k = 0 for the room's nodes, an allocation on exposure alone, silently)."""
-    column, path = config.utility_column, config.calibration.path
+    path = config.calibration.path
     bad = np.flatnonzero((values != 0.0) & (values != 1.0))
     if bad.size:
         raise ParameterError(

@@ -109,11 +109,14 @@ from __future__ import annotations
 import csv
 import functools
 import io
+import itertools
 import json
 import math
 import numbers
+import operator
 import os
 import re
+import stat
 import zlib
 from dataclasses import dataclass
 from datetime import datetime
@@ -150,6 +153,8 @@ __all__ = [
     "channel_bounds",
     "check_decimal",
     "clear_table_cache",
+    "closest_name",
+    "column_name",
     "csv_stream",
     "csv_text",
     "decode_text",
@@ -591,7 +596,7 @@ def _check_time_order(data: list, j: int, path: str, what: str) -> None:
         before = (now, lineno, row[j].strip())
 
 
-def _closest_name(column: str, names) -> str:
+def closest_name(column: str, names) -> str:
     """`` (did you mean 'Temp (°C)'?)`` for a column named in another case or nearly so."""
     import difflib
 
@@ -601,6 +606,15 @@ def _closest_name(column: str, names) -> str:
     prefix = [name for name in names if name.casefold().startswith(column.casefold())]
     close = prefix[:1] or difflib.get_close_matches(column, list(names), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def column_name(column: str, names: list[str]) -> str:
+    """The header's spelling of a column name a scenario gives (``source.column``,
+    ``source.columns``, ``gcdp.utility_column``): ``column`` itself when one of ``names``,
+    else the one name it differs from only in Unicode normal form or in the spaces around
+    it (``_same_text``), else ``column`` unchanged (for the caller to refuse, with
+    :func:`closest_name`'s hint). The one matching of every column name."""
+    return column if column in names else _same_text(column, names)
 
 
 def _same_text(column: str, names: list[str]) -> str:
@@ -621,10 +635,12 @@ def _excel_sep_line(text: str, path: str) -> tuple[str, str | None]:
     """Excel's ``sep=;`` first line names the delimiter (it was read as a one-field header:
     "line 2 has 4 fields, header has 2"): blanked (line numbers stay) and its delimiter
     returned; ``(text, None)`` without one."""
-    first, newline, rest = text.partition("\n")
+    end = text.find("\n")  # (not text.partition: a copy of a large file's text)
+    first = text if end < 0 else text[:end]
     line = first.strip()
     if not line.lower().startswith("sep=") or (len(line) > 5 and line[5:].strip()):
         return text, None
+    first, newline, rest = text.partition("\n")
     delimiter = first.lstrip()[4:5]  # a tab is whitespace: take it before stripping
     if delimiter not in (",", ";", "\t"):
         raise SourceError(
@@ -679,7 +695,15 @@ def _parse_table(
             _no_header_in_numpy(path, has_header)
             _no_decimal_in_numpy(path, decimal)
             return _numpy_table(path, raw)
-        lines, delimiter = _csv_lines(raw, path, decimal)
+        text, delimiter = csv_text(raw, path)
+        del raw  # (a large file: its bytes need not outlive its text)
+        if decimal == "," and _one_column(text, delimiter):
+            delimiter = ";"  # held nowhere in the text: every line is one field
+        fast = _fast_table(text, delimiter, path, has_header, decimal)
+        if fast is not None:
+            return fast
+        lines = _csv_rows(text, delimiter)
+        del text
     except UnicodeDecodeError as exc:  # e.g. a Latin-1 export with "°C" in its header
         broken_utf16 = broken_utf16_reason(exc)
         if broken_utf16 is not None:
@@ -712,6 +736,418 @@ def _parse_table(
     return names, matrix, dropped, broken, gaps, mask
 
 
+# ----------------------------------------------------------------- the fast path of a table
+#
+# A million-row file took 28 s and 869 MB (a user's 29 MB file): every cell became a Python
+# string of a list of lists, kept until the matrix was built. ``_fast_table`` reads the
+# same text in blocks of lines, splits each block's lines once (``csv.reader`` over the
+# lines of a file with quotes) and converts each numeric column of a block with numpy
+# (which reads a string as ``float`` does: ``_cell_value``'s values, bit for bit), keeping
+# of its cells only the ones that are not finite numbers (a missing or bad value, named by
+# ``_table``'s callers); decimal commas are read by blocks too (``_comma_cells``).
+# Whatever it does not handle exactly as the careful path below does, it leaves to it
+# (``_Fallback``): a quoted field holding a line end, a lone carriage return (any, in a
+# file with quotes), a field longer than ``csv.field_size_limit()``, a line of another
+# field count, a row id, a repeated header line, a date column going back in time, no
+# numeric column, a decimal comma or foreign mark in a first value... so every refusal is
+# the careful path's own sentence (helper P, 2026-12-07; tests/unit/test_P_csv_pin.py pins
+# the results over thousands of awkward files, test_P_csv_fast_path.py compares the paths).
+
+_FAST_BLOCK = 1 << 20  # characters of text per block (about 35,000 lines of 30 characters)
+_FIRST = operator.itemgetter(0)
+_FIFTH = operator.itemgetter(4)
+
+
+class _Fallback(Exception):
+    """The fast path leaves this file to the careful one."""
+
+
+def _fast_head(text: str, delimiter: str, limit: int) -> list[tuple[int, list[str], int]]:
+    """The first two non-blank lines of ``text``: ``(line number, fields, where the line
+    starts)``."""
+    found: list[tuple[int, list[str], int]] = []
+    pos, lineno = 0, 1
+    while len(found) < 2 and pos < len(text):
+        end = text.find("\n", pos)
+        end = len(text) if end < 0 else end
+        if end - pos > limit:  # csv.Error: "field larger than field limit"
+            raise _Fallback
+        row = text[pos:end].split(delimiter)
+        if "".join(row).strip():
+            found.append((lineno, row, pos))
+        pos, lineno = end + 1, lineno + 1
+    return found
+
+
+def _fast_blocks(text: str, delimiter: str, start: int, lineno: int, n_fields: int, size: int):
+    """The non-blank lines of ``text`` from ``start`` (line ``lineno``) on, in blocks of
+    about ``size`` characters, as ``(line numbers, columns)``: the fields of a block's
+    lines by column (``n_fields`` columns: a line of another field count is left to the
+    careful path). A field is as ``csv.reader`` gives it except for the spaces it skips at
+    its start (``skipinitialspace``): the caller strips the cells it keeps
+    (``_fast_cell``)."""
+    limit = csv.field_size_limit()
+    pos, end_of_text = start, len(text)
+    while pos < end_of_text:
+        end = text.find("\n", pos + size)
+        if end < 0:  # the last block (a newline ending the text ends its last line)
+            end = end_of_text - 1 if text.endswith("\n") else end_of_text
+        block = text[pos:end]
+        lines = block.split("\n")
+        linenos = np.arange(lineno, lineno + len(lines), dtype=np.int64)
+        lineno += len(lines)
+        pos = end + 1
+        if max(map(len, lines)) > limit:  # csv.Error: "field larger than field limit"
+            raise _Fallback
+        if set(map(str.count, lines, itertools.repeat(delimiter))) == {n_fields - 1}:
+            flat = block.replace("\n", delimiter).split(delimiter)
+            columns = [flat[j::n_fields] for j in range(n_fields)]
+            del flat
+        else:  # blank lines, or lines of other field counts
+            columns = [[] for _ in range(n_fields)]
+        # a blank line (only spaces and delimiters: "".join(row).strip() is empty) has a
+        # blank first field; only those lines are looked at twice
+        rows = [line.split(delimiter) for line in lines] if not columns[0] else None
+        firsts = columns[0] or map(_FIRST, rows)
+        blank = [
+            i
+            for i, first in enumerate(map(str.strip, firsts))
+            if not first and not "".join(lines[i].split(delimiter)).strip()
+        ]
+        if rows is not None or blank:
+            kept = np.ones(len(lines), dtype=bool)
+            kept[blank] = False
+            if rows is None:
+                rows = [line.split(delimiter) for line in lines]
+            rows = list(itertools.compress(rows, kept.tolist()))
+            if any(len(row) != n_fields for row in rows):
+                raise _Fallback
+            columns = [list(column) for column in zip(*rows, strict=True)]
+            linenos = linenos[kept]
+        if len(linenos):
+            yield linenos, columns
+
+
+def _fast_cell(cell: str) -> str:
+    """A field as ``csv.reader(skipinitialspace=True)`` gives it (no quotes: its leading
+    spaces skipped)."""
+    return cell.lstrip(" ")
+
+
+class _FastColumn:
+    """One column of the file being read by ``_fast_table``: ``kind`` is "number" (kept),
+    "pending" (its first value is missing: its first present value decides), "time" (a text
+    column of ISO date-times whose order is being checked) or "text"."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.blocks: list[np.ndarray] = []
+        self.missing: list[np.ndarray] = []  # row numbers of missing cells
+        self.first_gap: tuple[int, str] | None = None
+        self.first_broken: tuple[int, str] | None = None
+        self.present: tuple[str, int] | None = None  # a pending column's first present value
+        self.before: datetime | None = None  # a time column's last time
+
+    def numbers(
+        self, cells: tuple, row0: int, linenos: np.ndarray, underscores: bool, clean=_fast_cell
+    ) -> None:
+        """Convert a block of a number (or pending) column as ``_cell_matrix`` does."""
+        values = None
+        if not underscores:  # numpy reads "1_000" as 1000
+            try:
+                values = np.array(cells, dtype=np.float64)
+            except ValueError:  # a cell that is no number: each cell as _cell_value reads it
+                values = None
+        if values is None:
+            values = np.array([_cell_value(cell) for cell in cells], dtype=np.float64)
+        big = np.flatnonzero(np.abs(values) >= _EXACT_INT)
+        for i in big.tolist():  # _mark_inexact_integers
+            if inexact_integer_reason(cells[i]) is not None:
+                values[i] = np.nan
+        bad = np.flatnonzero(~np.isfinite(values)).tolist()
+        if self.kind == "pending":
+            first = np.flatnonzero(~np.isnan(values))
+            stop = int(first[0]) if first.size else len(cells)
+            for i in bad:  # a NaN before the first number may be a present text value
+                if i >= stop:
+                    break
+                if not _is_missing(cells[i]):
+                    stop = i
+                    break
+            if stop < len(cells):
+                self.present = (cells[stop].strip(), int(linenos[stop]))
+                if not _is_number(self.present[0]):  # a text column after its gaps
+                    self.kind, self.blocks, self.missing = "text", [], []
+                    self.first_gap = self.first_broken = None
+                    return
+                self.kind = "number"
+        missing = []
+        for i in bad:
+            cell = clean(cells[i])
+            if _is_missing(cell):
+                missing.append(row0 + i)
+                if self.first_gap is None:
+                    self.first_gap = (row0 + i, cell)
+            elif self.first_broken is None:
+                self.first_broken = (row0 + i, cell)
+        if missing:
+            self.missing.append(np.array(missing, dtype=np.int64))
+        self.blocks.append(values)
+
+    def times(self, cells: tuple) -> None:
+        """``_check_time_order`` on a block of a time column: ``_Fallback`` where it would
+        refuse the file; the check ends where it would stop."""
+        before = self.before
+        stripped = list(map(str.strip, cells))
+        if min(map(len, stripped)) >= 10 and set(map(_FIFTH, stripped)) == {"-"}:
+            try:  # _iso_time of every cell, at once
+                times = list(map(datetime.fromisoformat, stripped))
+            except ValueError:
+                times = None
+            if times is not None and len(set(time.tzinfo is None for time in times)) == 1:
+                if before is not None and (times[0].tzinfo is None) != (before.tzinfo is None):
+                    self.kind = "text"
+                    return
+                if before is not None:
+                    times.insert(0, before)
+                if not all(map(operator.le, times, times[1:])):
+                    raise _Fallback  # a time before the one above it
+                self.before = times[-1]
+                return
+        for now in map(_iso_time, stripped):
+            if now is None or (
+                before is not None and (now.tzinfo is None) != (before.tzinfo is None)
+            ):
+                self.kind = "text"
+                return
+            if before is not None and now < before:
+                raise _Fallback
+            before = now
+        self.before = before
+
+
+def _fast_table(
+    text: str, delimiter: str, path: str, has_header: bool | None, decimal: str
+) -> tuple | None:
+    """``_parse_table``'s result for a CSV ``text``, or None to leave it to the careful
+    path (the section comment above)."""
+    if decimal == "," and delimiter == ",":  # (check_decimal refuses it)
+        return None
+    quoted = '"' in text
+    if "\r" in text:
+        if quoted:  # a quoted field may hold a line end, which stays as written
+            return None
+        text = text.replace("\r\n", "\n")
+        if "\r" in text:
+            return None
+    try:
+        return _fast_read(text, delimiter, path, has_header, decimal, quoted)
+    except (_Fallback, SourceError, csv.Error):
+        return None
+
+
+class _FastRecords:
+    """The records of a ``text`` with quotes (no carriage return) exactly as ``_csv_rows``
+    gives them: ``csv.reader`` over its lines without their newline reads each line as
+    ``io.StringIO`` gives it, unless a quoted field holds a line end (a record then spans
+    lines: fewer records than lines, left to the careful path at the end)."""
+
+    def __init__(self, text: str, delimiter: str, size: int) -> None:
+        self.text, self.size, self.lines, self.lineno = text, size, 0, 0
+        self.reader = csv.reader(self._pieces(), delimiter=delimiter, skipinitialspace=True)
+
+    def _pieces(self):
+        text, pos = self.text, 0
+        while True:
+            end = text.find("\n", pos + self.size)
+            piece = text[pos:] if end < 0 else text[pos:end]
+            split = piece.split("\n")
+            self.lines += len(split)
+            yield from split
+            if end < 0:
+                return
+            pos = end + 1
+
+    def head(self) -> list[tuple[int, list[str], None]]:
+        """The first two non-blank records, ``(line number, fields, None)``."""
+        found = []
+        for row in self.reader:
+            self.lineno += 1
+            if "".join(row).strip():
+                found.append((self.lineno, row, None))
+                if len(found) == 2:
+                    break
+        return found
+
+    def blocks(self, first: list, n_fields: int):
+        """``first`` (records of the head, ``(line number, fields)``), then the non-blank
+        records after the head, as ``(line numbers, columns)`` by blocks."""
+        if first:
+            yield self._columns(np.array([n for n, _ in first]), [r for _, r in first], n_fields)
+        rows_a_block = max(1, self.size // 32)
+        while True:
+            rows = list(itertools.islice(self.reader, rows_a_block))
+            if not rows:
+                break
+            linenos = np.arange(self.lineno + 1, self.lineno + 1 + len(rows), dtype=np.int64)
+            self.lineno += len(rows)
+            if set(map(len, rows)) == {n_fields}:  # a blank record has a blank first field
+                blank = [i for i, f in enumerate(map(str.strip, map(_FIRST, rows))) if not f]
+                blank = [i for i in blank if not "".join(rows[i]).strip()]
+            else:
+                blank = [i for i, row in enumerate(rows) if not "".join(row).strip()]
+            if blank:
+                kept = np.ones(len(rows), dtype=bool)
+                kept[blank] = False
+                rows = list(itertools.compress(rows, kept.tolist()))
+                linenos = linenos[kept]
+            if rows:
+                yield self._columns(linenos, rows, n_fields)
+        if self.lineno != self.lines:  # a record of several lines
+            raise _Fallback
+
+    @staticmethod
+    def _columns(linenos: np.ndarray, rows: list, n_fields: int):
+        if set(map(len, rows)) != {n_fields}:
+            raise _Fallback
+        return linenos, [list(column) for column in zip(*rows, strict=True)]
+
+
+def _fast_read(
+    text: str, delimiter: str, path: str, has_header: bool | None, decimal: str, quoted: bool
+):
+    if quoted:  # csv.reader's records, their fields as they are
+        records = _FastRecords(text, delimiter, _FAST_BLOCK)
+        head = records.head()
+        clean = str
+    else:  # lines split at the delimiter, their fields' leading spaces left
+        head = _fast_head(text, delimiter, csv.field_size_limit())
+        clean = _fast_cell
+    if not head:
+        raise _Fallback
+    read = _comma_cells if decimal == "," else list  # the cells as _decimal_commas reads them
+    names = [cell.strip() for cell in head[0][1]]  # the header's names as written
+    data_records = [(lineno, fields) for lineno, fields, _ in head]  # (as they are)
+    head = [(lineno, read(fields), pos) for lineno, fields, pos in head]
+    first = [cell.strip() for cell in head[0][1]]
+    if has_header is None:
+        has_header = not all(_is_number(cell) for cell in first) and not _dated_data_line(
+            first, head[1][1] if len(head) > 1 else None
+        )
+    if has_header:
+        header = first  # (_refuse_repeated_header compares the lines as read)
+        head, data_records = head[1:], data_records[1:]
+    else:
+        header = [str(i) for i in range(len(first))]
+    if not head:
+        raise _Fallback
+    first_line, first_fields, start = head[0]
+    width, n_fields = len(header), len(first_fields)
+    if n_fields not in (width, width + 1):
+        raise _Fallback
+    first_row = [clean(cell) for cell in first_fields[:width]]
+    columns = [
+        _FastColumn(
+            "pending"
+            if _is_missing(cell)
+            else "number"
+            if _is_number(cell.strip())
+            else "time"
+            if _iso_time(cell.strip()) is not None
+            else "text"
+        )
+        for cell in first_row
+    ]
+    all_numbers = []
+    row0 = 0
+    if quoted:  # the head's data records again, then the rest
+        blocks = records.blocks(data_records, n_fields)
+    else:
+        blocks = _fast_blocks(text, delimiter, start, first_line, n_fields, _FAST_BLOCK)
+    for linenos, fields in blocks:
+        cells = [read(column) for column in fields]
+        if n_fields > width and any(map(str.strip, cells[width])):
+            raise _Fallback  # a leading row id, not a delimiter ending every row
+        if has_header and header[0] in map(str.strip, cells[0]):
+            for i, cell in enumerate(cells[0]):  # _refuse_repeated_header's test
+                if cell.strip() == header[0] and [c[i].strip() for c in cells] == header:
+                    raise _Fallback
+        for j, column in enumerate(columns):
+            if column.kind in ("number", "pending"):
+                column.numbers(cells[j], row0, linenos, "_" in "".join(cells[j]), clean)
+            elif column.kind == "time":
+                column.times(cells[j])
+        all_numbers.append(linenos)
+        row0 += len(linenos)
+    if has_header:
+        header = names
+    return _fast_result(header, first_row, first_line, columns, all_numbers, row0, path, decimal)
+
+
+# a block of a column of numbers with a decimal comma, integers or empty cells (no spaces):
+# what decimal_comma_cell reads as the cell with its comma a point
+_COMMA_CELL = r"(?:[+-]?(?:\d+,\d*|,\d+|\d+)(?:[eE][+-]?\d+)?)?"
+_COMMA_CELLS = re.compile(rf"{_COMMA_CELL}(?:\n{_COMMA_CELL})*")
+
+
+def _comma_cells(cells) -> list[str]:
+    """``cells`` as ``_decimal_commas`` reads them (``decimal = ","``), at once when they
+    are all plain numbers with a decimal comma, integers or empty."""
+    joined = "\n".join(cells)
+    if _COMMA_CELLS.fullmatch(joined):
+        return joined.replace(",", ".").split("\n")
+    if "," not in joined and "." not in joined:  # decimal_comma_cell reads them unchanged
+        return list(cells)
+    return [_comma_cell(cell) for cell in cells]
+
+
+def _comma_cell(cell: str) -> str:
+    """One cell as ``_decimal_commas`` reads it."""
+    read = decimal_comma_cell(cell)
+    return cell.strip() + _POINT_MARKED if read is None else read
+
+
+def _fast_result(header, first_row, first_line, columns, all_numbers, n_rows, path, decimal):
+    """The table of ``_fast_read``'s columns, as ``_numeric_columns`` and ``_cell_matrix``
+    build it."""
+    keep = [j for j, column in enumerate(columns) if column.kind == "number"]
+    if not keep:
+        raise _Fallback
+    if _decimal_comma_column(header, first_row, keep, path, first_line, decimal) is not None:
+        raise _Fallback
+    names = tuple(header[j] for j in keep)
+    dropped = {}
+    for j, cell in enumerate(first_row):
+        if j in keep:
+            continue
+        column = columns[j]
+        if column.present is not None:  # a text column after leading gaps
+            dropped[header[j]] = (*column.present, False)
+        else:  # a text column, or one whose every value is missing
+            dropped[header[j]] = (cell.strip(), first_line, column.kind == "pending")
+    lines = np.concatenate(all_numbers)
+    matrix = np.empty((n_rows, len(keep)), dtype=np.float64)
+    gaps_at, broken_at = [], []
+    mask = None
+    for k, j in enumerate(keep):
+        column = columns[j]
+        matrix[:, k] = np.concatenate(column.blocks) if column.blocks else []
+        if column.first_gap is not None:
+            gaps_at.append((column.first_gap[0], k, column.first_gap[1]))
+        if column.first_broken is not None:
+            broken_at.append((column.first_broken[0], k, column.first_broken[1]))
+    if gaps_at or broken_at:
+        mask = np.zeros(matrix.shape, dtype=bool)
+        for k, j in enumerate(keep):
+            for rows in columns[j].missing:
+                mask[rows, k] = True
+        mask.flags.writeable = False
+    gaps = {k: (cell, int(lines[r])) for r, k, cell in sorted(gaps_at)}
+    broken = {k: (cell, int(lines[r])) for r, k, cell in sorted(broken_at)}
+    matrix.flags.writeable = False
+    return names, matrix, dropped, broken, gaps, mask
+
+
 def _ansi_hint(raw: bytes, path: str) -> str:
     """A hint for a file that reads as Windows-1252 (Excel's "CSV" save on Windows in
     Western Europe writes its "ANSI" code page, with ``°`` as byte 0xb0): the command that
@@ -735,7 +1171,12 @@ def _csv_lines(raw: bytes, path: str, decimal: str = ".") -> tuple[list, str]:
     text, delimiter = csv_text(raw, path)
     if decimal == "," and _one_column(text, delimiter):
         delimiter = ";"  # held nowhere in the text: every line is one field
-    lines = [
+    return _csv_rows(text, delimiter), delimiter
+
+
+def _csv_rows(text: str, delimiter: str) -> list:
+    """The non-blank lines of a CSV text as ``(line number, fields)`` (``_csv_lines``)."""
+    return [
         (lineno, row)
         for lineno, row in enumerate(
             csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, skipinitialspace=True),
@@ -743,7 +1184,6 @@ def _csv_lines(raw: bytes, path: str, decimal: str = ".") -> tuple[list, str]:
         )
         if "".join(row).strip()  # a cell not blank: one call, not a generator per row
     ]
-    return lines, delimiter
 
 
 def _one_column(text: str, delimiter: str) -> bool:
@@ -824,18 +1264,14 @@ def _decimal_commas(lines: list, delimiter: str, path: str) -> list:
     semicolons or tabs: in a comma-separated file a decimal comma cannot be told from a
     field separator (``check_decimal``)."""
     check_decimal(",", field="source.decimal", delimiter=delimiter, path=path)
-    marked = (
-        " (a decimal point, but source.decimal is ',': digit grouping? it is read only "
-        "before a decimal comma, 1.234,0)"
-    )
-    out = []
-    for lineno, row in lines:
-        cells = []
-        for cell in row:
-            read = decimal_comma_cell(cell)
-            cells.append(cell.strip() + marked if read is None else read)
-        out.append((lineno, cells))
-    return out
+    return [(lineno, [_comma_cell(cell) for cell in row]) for lineno, row in lines]
+
+
+# a cell with a decimal point under decimal = ",": marked as no number (_decimal_commas)
+_POINT_MARKED = (
+    " (a decimal point, but source.decimal is ',': digit grouping? it is read only "
+    "before a decimal comma, 1.234,0)"
+)
 
 
 def decimal_comma_cell(cell: str) -> str | None:
@@ -880,7 +1316,18 @@ def csv_text(raw: bytes, path: str) -> tuple[str, str]:
     text = decode_text(raw).rstrip(DOS_END_OF_FILE)
     _refuse_json(text, path)
     text, delimiter = _excel_sep_line(text, path)
-    return text, delimiter or sniff_delimiter(text)
+    return text, delimiter or sniff_delimiter(_head_lines(text))
+
+
+def _head_lines(text: str, size: int = 1 << 16) -> str:
+    """The whole lines of ``text`` in its first ``size`` characters when they hold two
+    non-blank lines (all ``sniff_delimiter`` reads: it split every line of a large file),
+    else ``text``."""
+    end = text.rfind("\n", 0, size)
+    head = text[: end + 1] if end >= 0 else ""
+    if len(text) <= size or sum(1 for line in head.splitlines() if line.strip()) < 2:
+        return text
+    return head
 
 
 def _refuse_json(text: str, path: str) -> None:
@@ -1510,22 +1957,36 @@ def _table(path: str, header: bool | None = None, decimal: str = "."):
     to its first bad cell and line; that column's bad cells are NaN, and only a source that
     reads it is refused (``_column_index``), so a bad cell in a column nobody uses does not
     refuse the file."""
+    return _parse_table(*_table_key(path, decimal), header, decimal)
+
+
+def _table_key(path: str | os.PathLike, decimal: str) -> tuple[str, tuple[str, int, int, int]]:
+    """``path`` and the cache key of its table (``_cache_key``): one ``os.stat`` (a folder,
+    or no regular file, refused)."""
     path = os.fspath(path)
     check_decimal(decimal, field="source.decimal")  # (an unknown mark read as ".")
     try:
         st = os.stat(path)
     except OSError as exc:
         raise SourceError(f"file not found: {path} ({exc.strerror})", field="source.path") from exc
-    if os.path.isdir(path):
+    if stat.S_ISDIR(st.st_mode):
         raise SourceError(
             f"{path} is not a regular file but a folder: a csv source reads one file, which "
             'every device replays (layout "column": each device from its own start row; '
             'layout "rows": a row per device, all of one length); join the files into one',
             field="source.path",
         )
-    if not os.path.isfile(path):
+    if not stat.S_ISREG(st.st_mode):
         raise SourceError(f"{path} is not a regular file", field="source.path")
-    return _parse_table(path, _cache_key(path, st), header, decimal)
+    return path, _cache_key(path, st)
+
+
+def _spec_table(spec: CsvSpec) -> tuple:
+    """The table of ``spec``'s file as it was when ``spec`` was made (``CsvSpec._key``):
+    a fleet's devices each replay it (``csv_stream``), and an ``os.stat`` per device was
+    measurable for thousands of them (helper A, 2026-12-07). A file edited after the spec
+    was made is read again by the next spec (the next run), not by this one."""
+    return _parse_table(spec.path, spec._key, spec.header, spec.decimal)
 
 
 def load_table(
@@ -1687,7 +2148,9 @@ class CsvSpec:
                 field="source.missing",
             )
         check_decimal(self.decimal, field="source.decimal")
-        names = list(_table(self.path, self.header, self.decimal)[0])
+        # the file as it is now: the key of every later read of this spec (_spec_table)
+        object.__setattr__(self, "_key", _table_key(self.path, self.decimal)[1])
+        names = list(_spec_table(self)[0])
         if self.layout == "column" and self.columns is None:
             _column_index(self, names)
         if self.layout == "rows":  # every device replays whole rows: every column is read
@@ -1704,12 +2167,10 @@ def _column_index(
 ) -> int:
     column = spec.column if column is None else column
     available = ", ".join(names)
-    if isinstance(column, str) and column not in names:
-        column = _same_text(column, names)
     if isinstance(column, str):
-        dropped = (
-            dropped_columns(spec.path, spec.header, spec.decimal) if column not in names else {}
-        )
+        column = column_name(column, names)
+    if isinstance(column, str):
+        dropped = _spec_table(spec)[2] if column not in names else {}
         if column in dropped and dropped[column][2]:
             raise SourceError(
                 f"{column!r} of {spec.path} is entirely missing: every value is a missing "
@@ -1736,7 +2197,7 @@ def _column_index(
             )
         if column not in names:
             raise SourceError(
-                f"{column!r} not in header of {spec.path}{_closest_name(column, names)} "
+                f"{column!r} not in header of {spec.path}{closest_name(column, names)} "
                 f"(columns: {available})",
                 field=field,
             )
@@ -1747,7 +2208,7 @@ def _column_index(
                 f"{', '.join(map(str, where))}): give its 0-based index instead",
                 field=field,
             )
-        shadow = dropped_columns(spec.path, spec.header, spec.decimal).get(column)
+        shadow = _spec_table(spec)[2].get(column)
         if shadow is not None:  # the numeric one was taken silently, the text one unsaid
             raise SourceError(
                 f"{column!r} names 2 columns of {spec.path}: numeric column "
@@ -1770,7 +2231,7 @@ def _column_index(
 
 def _readable(spec: CsvSpec, names: list[str], index: int, field: str) -> int:
     """``index``, after checking that every value of that column is a finite number."""
-    broken, gaps = _table(spec.path, spec.header, spec.decimal)[3:5]
+    broken, gaps = _spec_table(spec)[3:5]
     if index in broken:
         raise _broken_error(
             spec.path, names[index], *broken[index], field=field, decimal=spec.decimal
@@ -1783,7 +2244,7 @@ def _readable(spec: CsvSpec, names: list[str], index: int, field: str) -> int:
 def _check_rows(spec: CsvSpec, names: list[str]) -> None:
     """The ``"rows"`` layout reads every column: any bad cell is refused, and a missing one
     under ``missing = "refuse"`` (the first in the file)."""
-    broken, gaps = _table(spec.path, spec.header, spec.decimal)[3:5]
+    broken, gaps = _spec_table(spec)[3:5]
     if broken:
         k = min(broken, key=lambda j: (broken[j][1], j))
         raise _broken_error(
@@ -1807,12 +2268,10 @@ def _filled_series(spec: CsvSpec) -> tuple[np.ndarray, dict]:
     """The series ``spec`` replays with its gaps handled (``spec.missing``): the matrix of
     its read columns (``_read_columns`` order; time along axis 0 in the ``"column"``
     layout, axis 1 in ``"rows"``), read-only and shared, and :func:`missing_summary`."""
-    path = os.fspath(spec.path)
-    st = os.stat(path)
-    names = list(_table(path, spec.header, spec.decimal)[0])
+    names = list(_spec_table(spec)[0])
     return _filled_table(
-        path,
-        _cache_key(path, st),
+        spec.path,
+        spec._key,
         spec.header,
         spec.decimal,
         spec.missing,
@@ -2034,7 +2493,7 @@ def csv_stream(
     i, n = int(device_index), int(n_devices)
     filled, _ = _filled_series(spec)  # the read columns, gaps handled (spec.missing)
     if spec.layout == "rows":
-        _check_rows(spec, list(_table(spec.path, spec.header, spec.decimal)[0]))
+        _check_rows(spec, list(_spec_table(spec)[0]))
         series = filled[i % filled.shape[0]]
     elif spec.columns is not None:
         series = filled[:, i % spec.channels]
