@@ -10,7 +10,14 @@ import json
 from pathlib import Path
 
 from ldpfleet.collector.gcdp.evaluation import check_date_order
-from ldpfleet.devices.sources import CsvSpec, SourceError, dropped_columns, table_columns
+from ldpfleet.devices.sources import (
+    CsvSpec,
+    SourceError,
+    closest_name,
+    column_name,
+    dropped_columns,
+    table_columns,
+)
 from ldpfleet.protocol.messages import MAX_RELEASE
 from ldpfleet.scenarios.schema_errors import ScenarioError
 from ldpfleet.scenarios.schema_loaded import LoadedScenario, _looked_in, resolve_data_path
@@ -109,11 +116,14 @@ def _check_utility_column(
     section: GcdpSection, calibration: CsvSpec, names: list[str], where: str
 ) -> None:
     """``gcdp.utility_column``: a numeric column of the calibration file (``names``), with
-    a label of 0 or 1 on every row."""
-    if section.utility_column not in names:
+    a label of 0 or 1 on every row; matched as every column name is (``column_name``:
+    Unicode normal form, spaces around it), refused with ``source.column``'s "did you
+    mean" hint (``closest_name``)."""
+    column = column_name(section.utility_column, names)
+    if column not in names:
         dropped = dropped_columns(calibration.path, calibration.header, calibration.decimal)
-        if section.utility_column in dropped:  # there, but not numbers ("yes" / "no")
-            value, line, _ = dropped[section.utility_column]
+        if column in dropped:  # there, but not numbers ("yes" / "no")
+            value, line, _ = dropped[column]
             raise ScenarioError(
                 f"{where}gcdp.utility_column: {section.utility_column!r} of "
                 f"{calibration.path} holds {value!r} on line {line}: the labels must be the "
@@ -122,13 +132,14 @@ def _check_utility_column(
             )
         raise ScenarioError(
             f"{where}gcdp.utility_column: {section.utility_column!r} is not a column of "
-            f"{calibration.path} (columns: {', '.join(names)})",
+            f"{calibration.path}{closest_name(section.utility_column, names)} "
+            f"(columns: {', '.join(names)})",
             limit=f"one of {', '.join(json.dumps(n) for n in names)}",
         )
     try:  # every value of the label column must be a number (the others' are checked)
         CsvSpec(
             calibration.path,
-            section.utility_column,
+            column,
             header=calibration.header,
             decimal=calibration.decimal,
         )
