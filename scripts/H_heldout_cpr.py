@@ -39,7 +39,7 @@ Parts (each writes one JSON line per cell to ``--out``, appending):
         [--trials 200] [--periodic-trials 40] [--rec-trials 8] [--lengths 60,250]
         [--trial-offset 10000] [--families pink,garch] [--templates triangle]
         [--shapes "8,60;13,4"] [--eps 1]
-    python scripts/H_heldout_cpr.py summary /tmp/H.jsonl [--markdown]
+    python scripts/H_heldout_cpr.py summary /tmp/H.jsonl [--cells]   (markdown tables)
 
 Seeds ``[SEED, part, crc32(cell tag), trial]``, SEED = 8_120_731 (grep finds it nowhere else).
 """
@@ -181,6 +181,21 @@ FAMILIES = {
 }
 
 
+def family(name: str):
+    """A family of ``FAMILIES``, or ``level_<c>``: the constant ``c`` in [0, 1] plus
+    N(0, 0.03^2), clipped (the quiet part of ``poisson_spikes``), or ``grid:<kind>``: the
+    grid's own ``aperiodic_stream(kind, ...)`` (follow-ups, not in the default run)."""
+    if name.startswith("grid:"):  # the project's own generator, for comparison
+        from ldpfleet.app.cpr_grid_streams import aperiodic_stream
+
+        kind = name.removeprefix("grid:")
+        return lambda n, rng: aperiodic_stream(kind, n, rng)
+    if name.startswith("level_"):
+        c = float(name.removeprefix("level_"))
+        return lambda n, rng: np.clip(c + 0.03 * rng.standard_normal(n), 0.0, 1.0)
+    return FAMILIES[name]
+
+
 # -- periodic templates --------------------------------------------------------------------
 
 
@@ -262,14 +277,14 @@ def _cpu(fn, *args):
     return out, (time.process_time() - t0) * 1e3
 
 
-def aperiodic_cell(family: str, n: int, eps0: float, trials: int, offset: int = 0) -> dict:
-    tag = f"{family}/{n}/{eps0}"
+def aperiodic_cell(name: str, n: int, eps0: float, trials: int, offset: int = 0) -> dict:
+    tag = f"{name}/{n}/{eps0}"
     claims, periods, cpu = 0, [], []
     base = Counter()
     base_trials = 0
     for trial in range(offset, offset + trials):
         rng = rng_for("aperiodic", tag, trial)
-        reports = ldpfleet.SquareWave(eps0).perturb(FAMILIES[family](n, rng), rng)
+        reports = ldpfleet.SquareWave(eps0).perturb(family(name)(n, rng), rng)
         est, ms = _cpu(ldpfleet.detect_period, reports)
         cpu.append(ms)
         if est.period is not None:
@@ -281,7 +296,7 @@ def aperiodic_cell(family: str, n: int, eps0: float, trials: int, offset: int = 
             base["autocorrelation"] += autocorrelation_period(reports) is not None
     return {
         "part": "aperiodic",
-        "family": family,
+        "family": name,
         "n": n,
         "eps0": eps0,
         "trials": trials,
@@ -361,13 +376,13 @@ def speed_rows(streams: int) -> list[dict]:
     ldpfleet.detect_period(np.random.default_rng(0).random(500))  # warm: imports, caches
     rows = []
     n = 10_000
-    for family in FAMILIES:
+    for fam in FAMILIES:
         cpu = []
         for trial in range(streams):
-            rng = rng_for("speed", f"{family}/{n}", trial)
-            reports = ldpfleet.SquareWave(1.0).perturb(FAMILIES[family](n, rng), rng)
+            rng = rng_for("speed", f"{fam}/{n}", trial)
+            reports = ldpfleet.SquareWave(1.0).perturb(FAMILIES[fam](n, rng), rng)
             cpu.append(_cpu(ldpfleet.detect_period, reports)[1])
-        rows.append({"part": "speed", "stream": family, "n": n, "cpu_ms": cpu})
+        rows.append({"part": "speed", "stream": fam, "n": n, "cpu_ms": cpu})
     for name in TEMPLATES:
         for period in SPEED_PERIODS:
             cpu = []
@@ -407,23 +422,19 @@ def run(args) -> None:
     if "aperiodic" in parts:
         families = _csv(args.families, str) or tuple(FAMILIES)
         for n in _csv(args.lengths, int) or APERIODIC_LENGTHS:
-            for eps0 in APERIODIC_EPS0 + EXTRA_EPS0.get(n, ()):
-                if eps_filter and eps0 not in eps_filter:
-                    continue
-                for family in families:
-                    row = aperiodic_cell(family, n, eps0, args.trials, args.trial_offset)
+            for eps0 in eps_filter or APERIODIC_EPS0 + EXTRA_EPS0.get(n, ()):
+                for name in families:
+                    row = aperiodic_cell(name, n, eps0, args.trials, args.trial_offset)
                     emit(row)
                     print(
-                        f"{time.time() - t_start:7.0f}s {family} n={n} eps0={eps0}: "
+                        f"{time.time() - t_start:7.0f}s {name} n={n} eps0={eps0}: "
                         f"{row['claims']}/{row['trials']}",
                         file=sys.stderr,
                     )
     if "periodic" in parts:
         for name in _csv(args.templates, str) or TEMPLATES:
             for period, cycles in _shapes(args.shapes) or PERIODIC_SHAPES:
-                for eps0 in PERIODIC_EPS0:
-                    if eps_filter and eps0 not in eps_filter:
-                        continue
+                for eps0 in eps_filter or PERIODIC_EPS0:
                     row = periodic_cell(
                         name, period, cycles, eps0, args.periodic_trials, args.rec_trials
                     )
@@ -452,7 +463,7 @@ def _pct(x: float) -> str:
     return f"{100 * x:.2f} %"
 
 
-def summary(path: str, markdown: bool) -> None:
+def summary(path: str, cells: bool) -> None:
     with open(path) as f:
         rows = [json.loads(line) for line in f]
     ap = [r for r in rows if r["part"] == "aperiodic"]
@@ -462,12 +473,40 @@ def summary(path: str, markdown: bool) -> None:
         f"# summary of {path}: {len(ap)} aperiodic cells, {len(pe)} periodic cells, "
         f"{len(sp)} speed rows, seed {SEED}\n"
     )
-    if ap:
+    if ap and cells:
+        _cells_aperiodic(ap)
+    elif ap:
         _summary_aperiodic(ap)
     if pe:
         _summary_periodic(pe)
     if sp:
         _summary_speed(sp)
+
+
+def cp_interval(k: int, n: int) -> tuple[float, float]:
+    """Two-sided 95 % Clopper-Pearson interval."""
+    lo = float(stats.beta.ppf(0.025, k, n - k + 1)) if k > 0 else 0.0
+    hi = float(stats.beta.ppf(0.975, k + 1, n - k)) if k < n else 1.0
+    return lo, hi
+
+
+def _cells_aperiodic(ap: list[dict]) -> None:
+    """One line per aperiodic cell (follow-up files): claims, rate, 95 % intervals."""
+    print(
+        "| family | n | eps0 | trials (first) | claims | rate | 95 % CP (two-sided) | "
+        "one-sided upper | P(X >= k) at 1 % |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in ap:
+        k, n = r["claims"], r["trials"]
+        lo, hi = cp_interval(k, n)
+        p1 = float(stats.binom.sf(k - 1, n, 0.01)) if k else 1.0
+        print(
+            f"| {r['family']} | {r['n']:,} | {r['eps0']:g} | {n:,} ({r.get('trial_offset', 0)}) "
+            f"| {k} | {_pct(k / n)} | {_pct(lo)} - {_pct(hi)} | {_pct(cp_upper(k, n))} | "
+            f"{p1:.2g} |"
+        )
+    print()
 
 
 def _summary_aperiodic(ap: list[dict]) -> None:
@@ -652,12 +691,12 @@ def main(argv=None) -> int:
     r.add_argument("--eps")
     s = sub.add_parser("summary")
     s.add_argument("path")
-    s.add_argument("--markdown", action="store_true")
+    s.add_argument("--cells", action="store_true", help="aperiodic: one line per cell")
     args = p.parse_args(argv)
     if args.cmd == "run":
         run(args)
     else:
-        summary(args.path, args.markdown)
+        summary(args.path, args.cells)
     return 0
 
 
