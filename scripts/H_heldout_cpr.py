@@ -310,7 +310,9 @@ def aperiodic_cell(name: str, n: int, eps0: float, trials: int, offset: int = 0)
     }
 
 
-def periodic_cell(name: str, period: int, cycles: int, eps0: float, trials: int, rec: int):
+def periodic_cell(
+    name: str, period: int, cycles: int, eps0: float, trials: int, rec: int, offset: int = 0
+):
     tag = f"{name}/{period}/{cycles}/{eps0}"
     n = period * cycles
     kinds = {d: Counter() for d in ("detect_period", "folded_variance", "autocorrelation")}
@@ -318,7 +320,7 @@ def periodic_cell(name: str, period: int, cycles: int, eps0: float, trials: int,
     base_only = Counter()
     answers = []
     recon = []
-    for trial in range(trials):
+    for trial in range(offset, offset + trials):
         rng = rng_for("periodic", tag, trial)
         clean = periodic_stream(template(name, period, rng), cycles, rng)
         sw = ldpfleet.SquareWave(eps0)
@@ -334,7 +336,7 @@ def periodic_cell(name: str, period: int, cycles: int, eps0: float, trials: int,
             ours_only[d] += found["detect_period"] == period and found[d] != period
             base_only[d] += found[d] == period and found["detect_period"] != period
         answers.append(found["detect_period"])
-        if trial < rec:
+        if trial < offset + rec:
             run = ldpfleet.cpr(reports, sw)
             told = ldpfleet.cpr(reports, sw, ldpfleet.CprConfig(period=period))
             recon.append(
@@ -348,6 +350,7 @@ def periodic_cell(name: str, period: int, cycles: int, eps0: float, trials: int,
             )
     return {
         "part": "periodic",
+        "trial_offset": offset,
         "template": name,
         "period": period,
         "cycles": cycles,
@@ -436,7 +439,13 @@ def run(args) -> None:
             for period, cycles in _shapes(args.shapes) or PERIODIC_SHAPES:
                 for eps0 in eps_filter or PERIODIC_EPS0:
                     row = periodic_cell(
-                        name, period, cycles, eps0, args.periodic_trials, args.rec_trials
+                        name,
+                        period,
+                        cycles,
+                        eps0,
+                        args.periodic_trials,
+                        args.rec_trials,
+                        args.trial_offset,
                     )
                     emit(row)
                     k = row["kinds"]["detect_period"]
@@ -683,7 +692,7 @@ def main(argv=None) -> int:
     r.add_argument("--periodic-trials", type=int, default=40)
     r.add_argument("--rec-trials", type=int, default=8)
     r.add_argument("--speed-streams", type=int, default=10)
-    r.add_argument("--trial-offset", type=int, default=0, help="aperiodic: first trial index")
+    r.add_argument("--trial-offset", type=int, default=0, help="first trial index (fresh blocks)")
     r.add_argument("--lengths")
     r.add_argument("--families")
     r.add_argument("--templates")
