@@ -67,3 +67,15 @@ def test_generators_give_streams_in_the_unit_interval(n):
     for name in h.TEMPLATES:
         cycle = h.template(name, 37, np.random.default_rng(2))
         assert cycle.shape == (37,) and cycle.min() == 0 and cycle.max() == 1, name
+
+
+def test_follow_up_families_and_fresh_blocks():
+    h = _script()
+    x = h.family("level_0.1")(500, np.random.default_rng(3))
+    assert abs(float(np.median(x)) - 0.1) < 0.01 and x.min() >= 0
+    white = h.family("grid:white")(500, np.random.default_rng(3))
+    assert white.std() > 0.2  # the grid's uniform white noise, not a level
+    first = h.aperiodic_cell("level_0.1", 60, 5.0, 2)
+    fresh = h.aperiodic_cell("level_0.1", 60, 5.0, 2, offset=10_000)
+    assert fresh["trial_offset"] == 10_000 and first["trial_offset"] == 0
+    assert h.rng_for("aperiodic", "t", 0).random() != h.rng_for("aperiodic", "t", 10_000).random()
