@@ -182,17 +182,19 @@ FAMILIES = {
 
 
 def family(name: str):
-    """A family of ``FAMILIES``, or ``level_<c>``: the constant ``c`` in [0, 1] plus
-    N(0, 0.03^2), clipped (the quiet part of ``poisson_spikes``), or ``grid:<kind>``: the
-    grid's own ``aperiodic_stream(kind, ...)`` (follow-ups, not in the default run)."""
+    """A family of ``FAMILIES``, or ``level_<c>[_<sd>]``: the constant ``c`` in [0, 1] plus
+    N(0, sd^2) (sd 0.03 by default), clipped (the quiet part of ``poisson_spikes``), or
+    ``grid:<kind>``: the grid's own ``aperiodic_stream(kind, ...)`` (follow-ups, not in the
+    default run)."""
     if name.startswith("grid:"):  # the project's own generator, for comparison
         from ldpfleet.app.cpr_grid_streams import aperiodic_stream
 
         kind = name.removeprefix("grid:")
         return lambda n, rng: aperiodic_stream(kind, n, rng)
-    if name.startswith("level_"):
-        c = float(name.removeprefix("level_"))
-        return lambda n, rng: np.clip(c + 0.03 * rng.standard_normal(n), 0.0, 1.0)
+    if name.startswith("level_"):  # level_<c> or level_<c>_<sd>
+        c, _, sd = name.removeprefix("level_").partition("_")
+        c, sd = float(c), float(sd or 0.03)
+        return lambda n, rng: np.clip(c + sd * rng.standard_normal(n), 0.0, 1.0)
     return FAMILIES[name]
 
 
