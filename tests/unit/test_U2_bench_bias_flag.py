@@ -13,8 +13,14 @@ the sd the mechanism states (``variance(x)``), and errors equal up to rounding a
 value: 0 of the 12,000.
 """
 
+import json
+
 import numpy as np
-from ldpfleet.app.bench_mechanisms import bench_mechanisms, bias_test
+import typer
+from ldpfleet.app.bench_mechanisms import bench_mechanisms, bench_mechanisms_command, bias_test
+from typer.testing import CliRunner
+
+from tests.unit.leaky_mechanisms import HonestGridLaplace
 
 HONEST = ("sw", "laplace", "duchi", "piecewise", "hybrid")  # sw01 is biased by design
 
@@ -61,3 +67,25 @@ def test_a_biased_plugin_is_still_flagged_with_its_stated_variance():
     errors = 0.05 + rng.normal(0.0, 0.045, 200)
     row = bias_test(errors, 0.045**2)
     assert row["biased"] and row["bias_z"] > 10
+
+
+class ConstantMean(HonestGridLaplace):
+    """A plugin whose ``estimate_mean`` ignores its reports (no ``variance``)."""
+
+    def estimate_mean(self, y):
+        return 0.5
+
+
+def test_a_deterministic_estimate_is_one_warning_line_not_a_traceback():
+    # its errors are one value, so t is infinite (the string "inf" in the JSON): the warning
+    # formatted it with :.1f and the command died in a ValueError traceback, exit 1
+    app = typer.Typer()
+    app.command()(bench_mechanisms_command)
+    out = CliRunner().invoke(
+        app, ["--mechanisms", f"{__name__}:ConstantMean", "--eps", "1", "--sizes", "100",
+              "--distributions", "skewed", "--trials", "20"],
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["rows"][0]["bias_z"] == "inf"
+    assert "ConstantMean at eps 1, skewed, n = 100: estimate_mean looks biased" in out.stderr
+    assert "t = inf" in out.stderr and "states no variance(x)" in out.stderr
