@@ -95,7 +95,15 @@ class DsrStage(Machine):
         intake = self.intake
         if intake is None:
             return False
-        return intake.complete or set(intake.missing()) <= self.departed.keys()
+        if intake.complete:
+            return True
+        # asked after every release: the sorted list of the missing was O(n log n) a time,
+        # O(n^2 log n) a stage (a 20,000-node graph's DSR stage took 476 s); while more
+        # devices are missing than have departed, they cannot all have departed
+        outstanding = len(intake.devices) - len(intake.values) - len(intake.refusals)
+        if outstanding > len(self.departed):
+            return False
+        return set(intake.missing()) <= self.departed.keys()
 
     def await_releases(self, now: float, timeout: float) -> None:
         """Wait until the stage is complete, at most ``timeout`` seconds from ``now``.

@@ -211,9 +211,17 @@ def _missing_columns(missing: list[str], header: list[str]) -> str:
         )
     folded = {cell.casefold(): cell for cell in header}
     cases = [f"{folded[m.casefold()]!r} for {m!r}" for m in missing if m.casefold() in folded]
+    words = {word for cell in header for word in cell.split()}
+    spaced = len(header) < len(missing) and set(missing) <= words
     return (
         f"no column {wanted} in the header (it has {', '.join(map(repr, header)) or 'nothing'})"
         + (f"; names are case-sensitive: {', '.join(cases)}" if cases else "")
+        + (
+            "; fields separated by spaces? separate them by commas, semicolons or tabs, e.g."
+            " tr -s ' ' ',' < in.txt > out.csv"
+            if spaced
+            else ""
+        )
     )
 
 
