@@ -167,6 +167,10 @@ class WindowAccount:
         # each window summed on its own (w - 1 roundings): differences of one running sum
         # carried the whole stream's rounding, and a uniform eps / w allocation showed
         # windows "spending" 2.0000000000000284 of eps = 2 after 200 steps (helper G)
+        if n == self.w:  # one window (a stream of w steps): the same sum, no strided view,
+            # whose setup was ~4 % of the fleet-stream audit (helper A, 2026-12-07 evening;
+            # tests/unit/test_A_ledger_one_window.py: the same floats)
+            return [float(self._per_step[:n].sum())]
         windows = np.lib.stride_tricks.sliding_window_view(self._per_step[:n], self.w)
         return [float(x) for x in windows.sum(axis=1)]
 

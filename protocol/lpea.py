@@ -565,7 +565,10 @@ class LpeaNode(Machine):
             self._target = min(max(round(estimate), 0), capacity)  # half to even, as rint
         if self._target > 0:
             said_yes = sorted(j for j, said in self._answers.items() if said)
-            shuffled = [said_yes[i] for i in self._rng.permutation(len(said_yes)).tolist()]
+            if len(said_yes) > 1:
+                shuffled = [said_yes[i] for i in self._rng.permutation(len(said_yes)).tolist()]
+            else:  # ``permutation`` of 0 or 1 items is the identity and draws nothing
+                shuffled = said_yes  # (tests/unit/test_A_lpea_short_pool.py)
             sign = 1.0 if self.order == "low" else -1.0
             self._pool = deque(sorted(shuffled, key=lambda j: _code_key(sign * self.codes[j])))
         self._advance()

@@ -99,12 +99,52 @@ def _cp_tables(n: int, level: float) -> tuple[np.ndarray, np.ndarray]:
     return lower, upper
 
 
+@functools.lru_cache(maxsize=64)
+def _cp_filled(n: int, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``_cp_tables(n, level)`` filled on demand: (lower, upper, lower known, upper known)
+    for k = 0..n. A selection reads the bounds at its candidates' counts only (at most
+    ``MAX_CANDIDATES`` + 2 a tail and direction), and ``beta.ppf`` is computed element by
+    element, so the entries computed are the table's, bit for bit
+    (tests/unit/test_A_cp_on_demand.py); the whole table of ``gau-dp``'s 500,000 selection
+    runs took ~3 s of CPU in every worker process that audited it (helper A, 2026-12-07
+    evening)."""
+    return np.zeros(n + 1), np.zeros(n + 1), np.zeros(n + 1, bool), np.zeros(n + 1, bool)
+
+
+def _cp_lower(n: int, level: float, k: np.ndarray) -> np.ndarray:
+    """``_cp_tables(n, level)[0][k]``, computing only the entries not known yet."""
+    lower, _, known, _ = _cp_filled(n, level)
+    need = k[~known[k]]
+    if need.size:
+        need = np.unique(need)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lower[need] = np.where(
+                need > 0, beta_dist.ppf(level, np.maximum(need, 1), n - need + 1), 0.0
+            )
+        known[need] = True
+    return lower[k]
+
+
+def _cp_upper(n: int, level: float, k: np.ndarray) -> np.ndarray:
+    """``_cp_tables(n, level)[1][k]``, computing only the entries not known yet."""
+    _, upper, _, known = _cp_filled(n, level)
+    need = k[~known[k]]
+    if need.size:
+        need = np.unique(need)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            upper[need] = np.where(
+                need < n, beta_dist.ppf(1.0 - level, need + 1, np.maximum(n - need, 1)), 1.0
+            )
+        known[need] = True
+    return upper[k]
+
+
 def _bounds(k_num, n_num, k_den, n_den, gamma: float, delta: float) -> np.ndarray:
     """Vectorised ``stats.eps_lower_bound`` over candidate counts (the same formulas, read
-    from ``_cp_tables``)."""
+    from ``_cp_tables``' entries, computed on demand: ``_cp_filled``)."""
     level = gamma / 2.0
-    lo = _cp_tables(int(n_num), level)[0][k_num]
-    hi = _cp_tables(int(n_den), level)[1][k_den]
+    lo = _cp_lower(int(n_num), level, np.asarray(k_num))
+    hi = _cp_upper(int(n_den), level, np.asarray(k_den))
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(lo > delta, np.log((lo - delta) / hi), -np.inf)
 
