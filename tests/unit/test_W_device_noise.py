@@ -229,3 +229,37 @@ def test_a_split_runs_merge_restates_the_collectors_unknown_noise_row():
     back = restate_device_noise(own, "seeded")
     assert back["parts"] == claim["parts"] and back["statement"] == claim["statement"]
     assert len(back["parts"]) == len(claim["parts"])
+
+
+def test_every_child_process_is_told_the_choice(tmp_path, monkeypatch):
+    """The device processes re-read the scenario file: the command lines carry the choice
+    (the e2e test runs the split run's and the bulk run's; these are the sharded fleet's
+    and the CADR-LDP runner's children)."""
+    from ldpfleet.scenarios import cadr_shard, fleet_shard
+    from ldpfleet.scenarios.shards import ShardedFleet
+
+    own = parse_scenario(TEXT).with_device_noise("os")
+    sharded = ShardedFleet(own, "mqtt://127.0.0.1:1", "r", seed=3, shards=2, out_dir=tmp_path)
+    command = sharded._command(1, tmp_path / "s.toml")
+    assert command[command.index("--device-noise") + 1] == "os"
+    path = tmp_path / "s.toml"
+    path.write_text(TEXT)
+    seen = {}
+
+    def fake_shard(scenario, *args, **kwargs):
+        seen["fleet_shard"] = scenario.spec.privacy.device_noise
+        raise ValueError("stop here")
+
+    monkeypatch.setattr(fleet_shard, "run_fleet_shard", fake_shard)
+    fleet_shard.main([str(path), "--broker", "mqtt://h:1", "--run", "r", "--device-noise", "os"])
+    assert seen == {"fleet_shard": "os"}
+
+    async def fake_devices(*args, **kwargs):
+        seen["cadr_shard"] = kwargs["device_noise"]
+        kwargs["subscribed"].set()  # what the devices do once they listen
+        return {}
+
+    monkeypatch.setattr(cadr_shard, "run_device_shard", fake_devices)
+    monkeypatch.setattr(cadr_shard, "load_graph", lambda spec: None)
+    asyncio.run(cadr_shard._main(["g", "mqtt://h:1", "r", "3", "0/2", "4", "os"]))
+    assert seen["cadr_shard"] == "os"
