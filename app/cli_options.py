@@ -63,6 +63,30 @@ SeedOption = Annotated[
 ]
 
 
+# devices.noise_entropy.DEVICE_NOISE, spelled here so --help imports no numpy (a test
+# keeps them equal)
+DEVICE_NOISE_CHOICES = ("seeded", "os")
+
+
+def _device_noise_option(value: str | None) -> str | None:
+    """``--device-noise``: one of ``DEVICE_NOISE_CHOICES`` (None: the scenario's)."""
+    if value is not None and value not in DEVICE_NOISE_CHOICES:
+        raise OptionError("--device-noise", 'one of "seeded", "os"', value)
+    return value
+
+
+DeviceNoiseOption = Annotated[
+    str | None,
+    typer.Option(
+        "--device-noise",
+        help="Where each device's privacy noise comes from: seeded (from the run's seed, "
+        "reproducible; whoever holds the seed can replay it) or os (the device's own OS "
+        "entropy, never written). Overrides \\[privacy] device_noise.",
+        callback=_device_noise_option,
+    ),
+]
+
+
 def _out_path(option: str):
     """The parser of an ``--out`` / ``--output`` option: an empty path was read as the
     current directory (``Path("")`` is ``Path(".")``) and the outputs landed there."""

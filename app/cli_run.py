@@ -16,6 +16,7 @@ from ldpfleet.app.cli_common import _fail, _say_interrupted, console, user_error
 from ldpfleet.app.cli_options import (
     BrokerOption,
     CredentialsOption,
+    DeviceNoiseOption,
     SeedOption,
     ShardBrokerOption,
     _credentials,
@@ -68,6 +69,7 @@ def run(
     ] = None,
     credentials_path: CredentialsOption = None,
     shard_broker: ShardBrokerOption = None,
+    device_noise: DeviceNoiseOption = None,
 ) -> None:
     """Run a scenario: broker + collector + recorder + fleet; write results, trace, ledger."""
     with _no_folder_left_on_refusal(out), user_errors():
@@ -75,7 +77,7 @@ def run(
         # fails this import, which user_errors then names (cli_common.stdlib_shadow)
         from ldpfleet.scenarios.schema import load_scenario
 
-        loaded = load_scenario(scenario)
+        loaded = load_scenario(scenario).with_device_noise(device_noise)
         _warn_shadowed_file(scenario)
         credentials = _credentials(credentials_path, run_id, loaded)
         loaded.check_shard_brokers(broker, shard_broker or None)

@@ -15,6 +15,7 @@ import typer
 from ldpfleet.app.cli_common import _fail, console, user_errors
 from ldpfleet.app.cli_options import (
     CredentialsOption,
+    DeviceNoiseOption,
     SeedOption,
     _credentials,
     _out_dir_option,
@@ -54,6 +55,7 @@ def fleet(
             callback=lambda value: _positive_seconds(value, "--wait-timeout"),
         ),
     ] = 60.0,
+    device_noise: DeviceNoiseOption = None,
 ) -> None:
     """Run the devices of a scenario (or one shard of them) once its collector (`ldpfleet
     collector`, started before or after) announces the run (docs/separate-processes.md)."""
@@ -66,7 +68,7 @@ def fleet(
         except ValueError as error:
             raise ScenarioError(str(error)) from None
         _refuse_in_process_broker(broker, "fleet", "collector")
-        loaded = load_scenario(scenario)
+        loaded = load_scenario(scenario).with_device_noise(device_noise)
         credentials = _credentials(credentials_path, run_id, loaded)
         target = out or Path("runs") / run_id / f"fleet-{shard_index}-of-{shard_count}"
 

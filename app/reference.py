@@ -28,6 +28,7 @@ SECTION_OF = {  # schema struct -> TOML table
     "CadrSection": "[cadr]",
     "GcdpSection": "[gcdp]",
     "FaultsSection": "[faults]",
+    "PrivacySection": "[privacy]",
     "BrokerSection": "[broker]",
 }
 

@@ -215,7 +215,21 @@ def _average_entry(devices: list[str], estimates: dict, truths: dict) -> dict:
     }
 
 
-def privacy_entry(ledger: dict, config: StreamConfig) -> dict:
+# the stream claim's trust in the seed (``privacy_entry``), by ``[privacy] device_noise``
+# (devices.noise_entropy); None: a split run's collector, which cannot tell
+SEEDED_NOISE_CAVEAT = (
+    "against an observer without the run's seed: each device's noise generator is seeded "
+    'from it ([privacy] device_noise = "seeded"), so whoever holds the seed can replay '
+    "and remove every report's noise"
+)
+UNKNOWN_NOISE_CAVEAT = (
+    "the devices' noise source is the fleet side's own choice, which the collector cannot "
+    'tell: with [privacy] device_noise = "seeded" the claim holds only against an observer '
+    "without the run's seed"
+)
+
+
+def privacy_entry(ledger: dict, config: StreamConfig, device_noise: str | None = "seeded") -> dict:
     """results.json ``privacy``: the claim the run states and what the devices' ledgers
     spent (``ledger``: ledger.json's document, ``scenarios.runner.ledger_document``).
 
@@ -225,7 +239,9 @@ def privacy_entry(ledger: dict, config: StreamConfig) -> dict:
     ``devices``: the ledgers read. With ``mechanism = "raw"`` the devices spend nothing: the
     claim is the central release's (results.json ``gcdp``), and ``max_window_spent`` /
     ``within_budget`` are its ledger's (ledger.json ``collector``, each account against
-    its own eps)."""
+    its own eps). ``device_noise``: the devices' noise source ("seeded", "os"; None when
+    not known here, a split run's collector): ``claim`` names the trust a seeded run
+    needs, and ``device_noise`` records it."""
     worst = float(ledger.get("max_window_spent") or 0.0)
     eps, w = float(config.eps), int(config.w)
     within = within_budget(worst, eps)
@@ -246,6 +262,8 @@ def privacy_entry(ledger: dict, config: StreamConfig) -> dict:
             f"{eps:g}-LDP over any {w} consecutive steps of each device (w-event LDP, "
             f"{config.mechanism} at eps0 = {config.eps0:g} per step), per simulated reading"
         )
+        if device_noise != "os":
+            claim += "; " + (SEEDED_NOISE_CAVEAT if device_noise else UNKNOWN_NOISE_CAVEAT)
     return {
         "claim": claim,
         "mechanism": config.mechanism,
@@ -255,6 +273,7 @@ def privacy_entry(ledger: dict, config: StreamConfig) -> dict:
         "devices": len(ledger.get("devices") or {}),
         "max_window_spent": worst,
         "within_budget": within,
+        "device_noise": device_noise,
     }
 
 

@@ -20,6 +20,7 @@ import numpy as np
 from ldpfleet.broker.auth import bulk_gateway_username
 from ldpfleet.broker.pump import cancel_all
 from ldpfleet.broker.transport import Connection, Delivery, Transport
+from ldpfleet.devices.noise_entropy import bulk_noise_keys
 from ldpfleet.protocol.bulk import (
     BulkGateway,
     BulkPlan,
@@ -91,10 +92,17 @@ def gateway_client_id(run: str, gateway: int) -> str:
 
 
 async def run_bulk_gateway(
-    transport: Transport, plan: BulkPlan, gateway: int, *, tamper: Callable | None = None
+    transport: Transport,
+    plan: BulkPlan,
+    gateway: int,
+    *,
+    tamper: Callable | None = None,
+    device_noise: str = "seeded",
 ) -> BulkGateway:
-    """Run one gateway until every report is resolved or the stage closes."""
-    machine = BulkGateway(plan, gateway, tamper=tamper)
+    """Run one gateway until every report is resolved or the stage closes (``device_noise``:
+    where its devices' SW noise keys come from, devices.noise_entropy)."""
+    keys = bulk_noise_keys(device_noise, max(0, plan.gateway_range(gateway)[1]))
+    machine = BulkGateway(plan, gateway, tamper=tamper, noise_keys=keys)
     loop = asyncio.get_running_loop()
     async with transport.connect(gateway_client_id(plan.run, gateway)) as conn:
         filters = [
@@ -164,10 +172,14 @@ async def run_bulk_gateways(
     gateways: Iterable[int],
     *,
     tamper: dict[int, Callable] | None = None,
+    device_noise: str = "seeded",
 ) -> dict:
     """Run several gateways concurrently (one connection each); their outcome."""
     tamper = tamper or {}
     machines = await asyncio.gather(
-        *(run_bulk_gateway(transport, plan, g, tamper=tamper.get(g)) for g in gateways)
+        *(
+            run_bulk_gateway(transport, plan, g, tamper=tamper.get(g), device_noise=device_noise)
+            for g in gateways
+        )
     )
     return gateway_outcome(list(machines))

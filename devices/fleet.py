@@ -27,6 +27,7 @@ from ldpfleet.broker.transport import Transport
 from ldpfleet.devices.agent import DeviceAgent, DeviceStorage
 from ldpfleet.devices.faults import Crash, CrashConfig, crash_plan
 from ldpfleet.devices.gateway import Gateway
+from ldpfleet.devices.noise_entropy import noise_rng
 from ldpfleet.devices.periodic import PeriodicSpec, periodic_stream, template
 from ldpfleet.devices.sources import (
     CsvSpec,
@@ -109,6 +110,9 @@ class FleetConfig:
     # where the shard's devices persist their state before they publish (SQLite, one file
     # per shard), so a killed shard process resumes them (devices.state_file); None: RAM only
     state_file: str | None = None
+    # where each device's noise generator comes from (devices.noise_entropy): "seeded"
+    # (from seed and index, reproducible) or "os" (the device's own entropy)
+    device_noise: Literal["seeded", "os"] = "seeded"
 
     def crash_plan(self) -> dict[str, Crash]:
         """Device id -> its crash, for the devices that crash."""
@@ -251,7 +255,9 @@ class Fleet:
         self.clean[device] = readings
         reporter = self.state_file.load(device) if self.state_file is not None else None
         if reporter is None:
-            rng = device_rng(self.seed, index, "mechanism")
+            # the seeded generator through this module's device_rng (the audit battery's
+            # "devices" canary replays it, and its reused-seeds mutant patches it here)
+            rng = noise_rng(config.device_noise, lambda: device_rng(self.seed, index, "mechanism"))
             reporter = StreamReporter(config.stream, device, rng)
         else:
             self.resumed.append(device)

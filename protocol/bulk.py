@@ -84,7 +84,10 @@ the murmur3-style finaliser), each as a 62-bit integer ``z >> 2``, fed to
 ``SquareWave.perturb``'s exact sampler (two 62-bit words per value, protocol/sw.py; the
 rare extra draws it makes — a tie at probability 2^-62, a rejected cell below 2^-40 — come
 from a generator seeded with the batch's words). So a device's noise does not depend on
-which gateway, process or message carries it (but for those rare extra draws).
+which gateway, process or message carries it (but for those rare extra draws). With
+``[privacy] device_noise = "os"`` the device side injects each device's noise key from
+``os.urandom`` instead (``BulkGateway(noise_keys=)``, devices.noise_entropy); the data keep
+the seeded key.
 SplitMix64 is a documented statistical generator, not a cryptographic one: it is right
 for a simulation whose keys the adversary does not model, not for deployed devices
 (which use ``os.urandom``-seeded generators).
@@ -737,6 +740,19 @@ class GatewayCounters:
     ledger_refusals: int = 0
 
 
+def _noise_keys(keys, count: int) -> np.ndarray:
+    """Injected noise keys: ``count`` unsigned 64-bit integers."""
+    keys = np.asarray(keys)
+    if keys.dtype != np.uint64 or keys.shape != (count,):
+        raise ParameterError(
+            f"must be {count} uint64 keys, got {keys.dtype} of shape {keys.shape}",
+            field="noise_keys",
+            limit=f"{count} uint64 keys",
+            value=keys.shape,
+        )
+    return keys
+
+
 class BulkGateway:
     """The device side of ``plan.gateway_range(gateway)`` as one sans-I/O machine.
 
@@ -746,7 +762,7 @@ class BulkGateway:
     stage closed). ``tamper`` (tests, hostile experiments) may rewrite each built message's
     entries before it is first sent."""
 
-    def __init__(self, plan: BulkPlan, gateway: int, *, tamper=None) -> None:
+    def __init__(self, plan: BulkPlan, gateway: int, *, tamper=None, noise_keys=None) -> None:
         if not 0 <= gateway < plan.gateways:
             raise ParameterError(
                 f"must be in 0..{plan.gateways - 1}, got {gateway!r}",
@@ -759,6 +775,10 @@ class BulkGateway:
         self.name = f"g{gateway}"
         self.first, self.count = plan.gateway_range(gateway)
         self.keys = device_keys(plan, self.first, self.count)
+        # the SW words' keys: the seeded keys, or ``noise_keys`` (u8, one per device of the
+        # gateway) the device side injects from its own entropy (devices.noise_entropy);
+        # the data keep the seeded keys either way
+        self.noise_keys = self.keys if noise_keys is None else _noise_keys(noise_keys, self.count)
         parts = plan.partitions_of(self.first, self.count)
         self.rows = {int(p): np.flatnonzero(parts == p) for p in np.unique(parts)}
         self.ledger = BulkLedger(self.count, plan.eps, plan.w)
@@ -920,7 +940,7 @@ class BulkGateway:
         self.counters.ledger_refusals += int((~granted).sum())
         rows = rows[granted]
         v = normalise(x[granted], plan.lo, plan.hi)
-        words = splitmix_words(self.keys[rows], np.arange(t0, t0 + B, dtype=np.uint64))
+        words = splitmix_words(self.noise_keys[rows], np.arange(t0, t0 + B, dtype=np.uint64))
         entries = np.empty(len(rows), dtype=self.dtype)
         entries["device"] = rows + self.first
         entries["seq"] = batch

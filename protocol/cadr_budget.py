@@ -241,15 +241,18 @@ __all__ = [
     "ThetaPlan",
     "check_run_eps",
     "check_theta_within_bound",
+    "claim_device_noise",
     "clip_theta_extra",
     "eps_for_signal_ratio",
     "fleet_signal",
     "known_kept_ratio",
     "negotiates",
+    "noise_part",
     "plan_theta",
     "privacy_claim",
     "release_warnings",
     "resolve_degree_bound",
+    "restate_device_noise",
     "signal_ratio",
     "small_fleet_theta",
     "theta_extra",
@@ -798,6 +801,7 @@ def privacy_claim(
     theta_searched: bool = True,
     degree_bound: tuple[int, str] | None = None,
     small_fleet: bool = False,
+    device_noise: str | None = "seeded",
 ) -> dict:
     """The run's privacy claim, part by part (module docstring): ``parts`` (what is seen,
     by whom, mechanism, ε, charged in the ledger, ``covered``: "yes" when this
@@ -812,9 +816,12 @@ def privacy_claim(
     deadline was set and no phase overran it (``protocol.peer_relay``, "Deadline").
     ``degree_bound``: the run's ``resolve_degree_bound`` answer, stated as the first part
     (covered unless it is the graph's maximum degree). ``small_fleet``: θ was chosen by the
-    public small-fleet rule (``plan_theta``; no θ search, ε_θ = 0)."""
+    public small-fleet rule (``plan_theta``; no θ search, ε_θ = 0). ``device_noise``: where
+    the devices' noise came from ("seeded", "os"; None: not known here, a split run's
+    collector side): the last row (``noise_part``) and the clip statement say it."""
     if not negotiates(method):
-        return _clip_claim(budget, theta_searched, degree_bound, small_fleet)
+        claim = _clip_claim(budget, theta_searched, degree_bound, small_fleet)
+        return restate_device_noise(claim, device_noise)
     negotiated = method in ("ll", "lh", "ra")
     parts = [] if degree_bound is None else [_degree_bound_part(*degree_bound)]
     parts.append(_theta_part(budget, theta_searched, small_fleet))
@@ -827,9 +834,10 @@ def privacy_claim(
     if negotiated:
         parts.extend(_relay_parts())
         parts.append(_timing_part(deadline, dict(overrun or {})))
-    return _claim(parts, lambda charged, uncovered: _claim_statement(
+    claim = _claim(parts, lambda charged, uncovered: _claim_statement(
         budget, method, charged, uncovered
     ))  # fmt: skip
+    return restate_device_noise(claim, device_noise)
 
 
 def _post_part() -> dict:
@@ -850,16 +858,67 @@ SEED_NOTE = (
 )
 
 
-def _seed_part() -> dict:
-    """The row every claim carries: the devices' noise is reproducible from the seed."""
+OWN_ENTROPY_PART = "device noise: each device's generator is seeded from its own OS entropy"
+OWN_ENTROPY_NOTE = (
+    '[privacy] device_noise = "os" (devices.noise_entropy): numpy SeedSequence() from '
+    "os.urandom, per device, kept in the device and never written to results, ledgers or "
+    "traces; no one can replay the Pólya shares or the DSR noise (the data, the graph and "
+    "the dropout choice stay seeded)"
+)
+UNKNOWN_NOISE_PART = "device noise: the fleet side's own choice, unknown to the collector"
+UNKNOWN_NOISE_NOTE = (
+    "a split run's collector cannot tell how the devices seeded their noise: with "
+    '[privacy] device_noise = "seeded" whoever holds the run\'s seed can replay and remove '
+    'it (every ε above then holds only against an observer without the seed); with "os" '
+    "no one can (the merged results.json says which)"
+)
+# the clip statement's last words, by device noise (``restate_device_noise``)
+CLIP_NOISE_CAVEATS = {
+    "seeded": " against an observer without the run's seed, which seeds the devices' noise)",
+    "os": " each device's noise is drawn from its own OS entropy, which no one can replay)",
+    None: " against an observer without the run's seed if the devices seeded their noise "
+    "from it, the fleet side's choice)",
+}
+
+
+def noise_part(device_noise: str | None = "seeded") -> dict:
+    """The row every claim carries last: where the devices' noise came from. "seeded":
+    reproducible from the seed (covered only by trust in whoever holds it); "os": the
+    device's own secret (covered); None: unknown here (trust)."""
+    if device_noise == "os":
+        return _part(OWN_ENTROPY_PART, "no one (never written)", None, None, charged=False,
+                     note=OWN_ENTROPY_NOTE)  # fmt: skip
+    if device_noise is None:
+        return _part(UNKNOWN_NOISE_PART, "whoever holds the scenario, if seeded", None, None,
+                     charged=False, covered="trust", note=UNKNOWN_NOISE_NOTE)  # fmt: skip
     return _part(SEED_PART, "whoever holds the scenario", None, None, charged=False,
                  covered="trust", note=SEED_NOTE)  # fmt: skip
+
+
+def _noise_key(device_noise: str | None) -> str | None:
+    """``CLIP_NOISE_CAVEATS``' key: "os", None, or "seeded" (also for a "mixed" fleet)."""
+    return device_noise if device_noise in ("os", None) else "seeded"
+
+
+def claim_device_noise(claim: dict) -> str | None:
+    """The noise source a claim's last row states ("seeded", "os" or None)."""
+    part = claim["parts"][-1]["part"]
+    return {OWN_ENTROPY_PART: "os", UNKNOWN_NOISE_PART: None}.get(part, "seeded")
+
+
+def restate_device_noise(claim: dict, device_noise: str | None) -> dict:
+    """``claim`` (``privacy_claim``'s) with its noise row and the clip statement's caveat
+    for ``device_noise`` (a split run's merge: the collector side could not tell)."""
+    before, after = _noise_key(claim_device_noise(claim)), _noise_key(device_noise)
+    statement = claim["statement"].replace(CLIP_NOISE_CAVEATS[before], CLIP_NOISE_CAVEATS[after])
+    parts = [*claim["parts"][:-1], noise_part(after)]
+    return {**claim, "parts": parts, "statement": statement, "device_noise": device_noise}
 
 
 def _claim(parts: list[dict], statement) -> dict:
     """``privacy_claim``'s dict: the parts, the ledger's total of the charged ones, the
     parts covered by no ε and ``statement(charged, not_covered)``."""
-    parts = [*parts, _seed_part()]
+    parts = [*parts, noise_part("seeded")]  # restate_device_noise sets the run's
     charged = math.fsum(p["eps"] for p in parts if p["charged"])
     not_covered = [p["part"] for p in parts if p["covered"] == "no"]
     return {
@@ -908,7 +967,7 @@ def _clip_statement(budget: CadrBudget, charged: float, not_covered: list[str]) 
         return (
             head + "the whole view IS ε-node-LDP: " + reason
             + f" the collector's view of a run is {charged:.6g}-node-LDP (no relay phase runs;"
-            + " against an observer without the run's seed, which seeds the devices' noise)"
+            + CLIP_NOISE_CAVEATS["seeded"]
         )  # fmt: skip
     return (
         head

@@ -56,6 +56,7 @@ from ldpfleet.collector.metrics import cosine_distance
 from ldpfleet.collector.npz_files import merge_npz
 from ldpfleet.devices.bulk_gateway import run_bulk_gateways
 from ldpfleet.devices.fleet import ClipTally
+from ldpfleet.devices.noise_entropy import DEVICE_NOISE, check_device_noise
 from ldpfleet.protocol.bulk import (
     RUN_TIMEOUT_DETAIL,
     BulkPlan,
@@ -339,7 +340,7 @@ def _summaries(plan: BulkPlan, out: Path, clock: _Clock, names: list[str]) -> li
 
 async def _in_process(
     transport: Transport, plan: BulkPlan, out: Path, tamper, trace: str, digest, line,
-    clock: _Clock, stage_timeout: float | None,
+    clock: _Clock, stage_timeout: float | None, device_noise: str = "seeded",
 ) -> tuple:  # fmt: skip
     # the plan beside the partitions, as the run in processes writes it: read_reports lays
     # the partitions' reports.bin out by it (an in-memory bulk run's folder had none)
@@ -374,7 +375,9 @@ async def _in_process(
         await line.say("stream", "open")
         connected = time.perf_counter()
         fleet_task = asyncio.ensure_future(
-            run_bulk_gateways(transport, plan, range(plan.gateways), tamper=tamper)
+            run_bulk_gateways(
+                transport, plan, range(plan.gateways), tamper=tamper, device_noise=device_noise
+            )
         )
         gateways.append(fleet_task)
         streamed = await _stream_and_close(
@@ -463,13 +466,14 @@ def _end_session(process: asyncio.subprocess.Process) -> None:
 
 async def _processes(
     url: str, plan: BulkPlan, out: Path, shards: int, stage_timeout: float | None, trace,
-    digest, line, clock: _Clock,
+    digest, line, clock: _Clock, device_noise: str = "seeded",
 ) -> tuple:  # fmt: skip
     children: list[asyncio.subprocess.Process] = []
     try:
         return await _run_processes(
-            children, url, plan, out, shards, stage_timeout, trace, digest, line, clock
-        )
+            children, url, plan, out, shards, stage_timeout, trace, digest, line, clock,
+            device_noise,
+        )  # fmt: skip
     except BaseException:  # an error, or Ctrl-C (the task cancelled): stop the children
         await asyncio.shield(_stop_children(children))
         raise
@@ -498,7 +502,7 @@ async def _collectors_ready(collectors: list, ends: list, clock: _Clock) -> None
 
 async def _run_processes(
     children: list, url: str, plan: BulkPlan, out: Path, shards: int,
-    stage_timeout: float | None, trace, digest, line, clock: _Clock,
+    stage_timeout: float | None, trace, digest, line, clock: _Clock, device_noise: str,
 ) -> tuple:  # fmt: skip
     """``_processes``' run: the partition collectors spawned and ready, the gateway shards
     spawned, the stage streamed and closed (``_stream_and_close``); returns the
@@ -519,7 +523,7 @@ async def _run_processes(
         shard_procs = [
             await _spawn(
                 children, "gateways", str(plan_file), "--shard", f"{i}/{shards}",
-                "--broker", url, "--out", str(out / f"shard{i}"),
+                "--broker", url, "--out", str(out / f"shard{i}"), "--device-noise", device_noise,
             )
             for i in range(shards)
         ]  # fmt: skip
@@ -620,6 +624,7 @@ async def run_bulk(
     auth: bool = True,
     trace: str = DEFAULT_TRACE,
     scenario_digest: str | None = None,
+    device_noise: str = "seeded",
 ) -> dict:
     """Run ``plan`` end to end and write ``out_dir/results.json`` (module docstring).
     ``broker``: ``memory``, ``embedded`` or an ``mqtt://`` URL; ``stage_timeout``: how
@@ -634,7 +639,10 @@ async def run_bulk(
     ``transport``: a ready one (used as given, no credentials); ``credentials`` and
     ``auth``: as ``bulk_credentials``; ``trace``: ``"all"``, ``"control"`` or ``"none"``
     (the runner's ``trace.sqlite`` and each partition's ``trace-p{p}.sqlite``, signed
-    over ``scenario_digest``; results.json ``trace`` lists them with their keys)."""
+    over ``scenario_digest``; results.json ``trace`` lists them with their keys);
+    ``device_noise``: where the gateways' devices' SW noise comes from
+    (devices.noise_entropy; results.json ``device_noise`` and ``privacy``)."""
+    check_device_noise(device_noise)
     out = _fresh_bulk_outputs(out_dir)
     _refuse_memory_processes(broker, processes)
     in_process = broker == "memory" or processes is False or tamper is not None
@@ -645,7 +653,7 @@ async def run_bulk(
     clock = _Clock(run_timeout, finish_grace)
     (summaries, fleets, failures, connected, streamed), line = await _run_stages(
         plan, broker, transport, creds, out, in_process, shards, stage_timeout, tamper, trace,
-        scenario_digest, clock,
+        scenario_digest, clock, device_noise,
     )  # fmt: skip
     seconds = time.perf_counter() - started
     results = _results(plan, summaries, fleets, out, broker, seconds, streamed - connected)
@@ -657,6 +665,7 @@ async def run_bulk(
     results["trace"] = line.entry(out, trace, summaries)
     results["setup_seconds"] = round(connected - started, 3)  # broker, collectors ready
     results["auth"] = creds is not None  # per-identity logins and the run's ACL
+    results["device_noise"] = device_noise  # the gateways' noise source (never its keys)
     results["aborted"] = clock.aborted()
     if plan.reconstruct != "none":
         reconstructed = all(s.get("reconstruction") for s in summaries)
@@ -681,7 +690,7 @@ def _refuse_memory_processes(broker: str, processes: bool | None) -> None:
 async def _run_stages(
     plan: BulkPlan, broker: str, transport: Transport | None, creds, out: Path,
     in_process: bool, shards: int, stage_timeout: float | None, tamper: dict | None,
-    trace: str, scenario_digest: str | None, clock: _Clock,
+    trace: str, scenario_digest: str | None, clock: _Clock, device_noise: str = "seeded",
 ) -> tuple[tuple, _StageLine]:  # fmt: skip
     """``run_bulk``'s run on the broker (``creds`` exported for the children): the fleet in
     this process or in processes, the stage line closed (signed complete when the run
@@ -697,12 +706,12 @@ async def _run_stages(
                 if in_process:
                     ran = await _in_process(
                         conn, plan, out, tamper, trace, scenario_digest, line, clock,
-                        stage_timeout,
+                        stage_timeout, device_noise,
                     )  # fmt: skip
                 else:
                     ran = await _processes(
                         info.url, plan, out, shards, stage_timeout, trace, scenario_digest,
-                        line, clock,
+                        line, clock, device_noise,
                     )  # fmt: skip
                 await line.say("run", "closed")
                 line.close(complete=True)
@@ -755,7 +764,7 @@ def _add_stream_figures(
     config = plan.stream_config()
     fleet = results["fleet"]
     results["stream"] = stream_entry(config, results)
-    results["privacy"] = _privacy(fleet, config)
+    results["privacy"] = _privacy(fleet, config, results.get("device_noise", "seeded"))
     results["source_cycles"] = None
     estimates = _device_means(plan, out)
     truths: dict[str, float] = {}
@@ -794,7 +803,7 @@ def _add_stream_figures(
         )
 
 
-def _privacy(fleet: dict, config) -> dict:
+def _privacy(fleet: dict, config, device_noise: str = "seeded") -> dict:
     """results.json ``privacy`` of a bulk run: the claim, and the spend of every device
     whose reports the collectors hold. The gateways keep their devices' ledgers in memory
     and report their largest window spend (``ledger_devices`` devices); the devices of a
@@ -807,7 +816,7 @@ def _privacy(fleet: dict, config) -> dict:
     if rebuilt is not None:
         worst = max(worst, rebuilt["max_window_spent"])
         devices += rebuilt["devices"]
-    spent = privacy_entry({"max_window_spent": worst}, config)
+    spent = privacy_entry({"max_window_spent": worst}, config, device_noise)
     return spent | {
         "devices": devices,
         "ledger_devices": fleet["ledger_devices"],
@@ -1129,6 +1138,7 @@ async def run_bulk_scenario(
         auth=spec.broker.auth is not False,
         trace=spec.collector.trace,
         scenario_digest=digest_of(scenario.to_dict()),
+        device_noise=spec.privacy.device_noise,
     )
     # after the run, off the loop, and not in the bench's (run_bulk's) timings and CPU
     await asyncio.to_thread(_add_stream_figures, results, plan, out, spec.cpr.period_tolerance)
@@ -1218,6 +1228,7 @@ def _main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trace", default="none", choices=("all", "control", "none"))
     parser.add_argument("--trace-path", default=None)
     parser.add_argument("--scenario-digest", default="")
+    parser.add_argument("--device-noise", default="seeded", choices=DEVICE_NOISE)
     args = parser.parse_args(argv)
     from ldpfleet.scenarios import loop
 
@@ -1249,7 +1260,8 @@ def _main(argv: list[str] | None = None) -> int:
     index, count = (int(x) for x in args.shard.split("/"))
     gateways = range(index, plan.gateways, count)
     try:
-        outcome = loop.run(cancelled_on_sigterm(run_bulk_gateways(transport, plan, gateways)))
+        gateways_run = run_bulk_gateways(transport, plan, gateways, device_noise=args.device_noise)
+        outcome = loop.run(cancelled_on_sigterm(gateways_run))
     except asyncio.CancelledError:
         return TERMINATED
     (out / "outcome.json").write_text(json.dumps(outcome))

@@ -6,7 +6,8 @@ on a broker (``memory``, ``embedded`` or an ``mqtt://`` URL), runs the protocol,
 because the simulator knows the true graph — scores the release: degree-sequence MAE and
 MSE, degree-distribution L1 distance, kept-edge ratio, the mean Thm 3.5 bound, and each
 device's ledger. Device ``i``'s randomness is ``numpy.random.default_rng([seed, i])``, so a
-seed gives the same release on every transport.
+seed gives the same release on every transport — or, with ``[privacy] device_noise = "os"``,
+its own OS entropy (``devices.noise_entropy.cadr_noise_rng``: no one can replay it).
 
 The run is made of two halves that ``scenarios.cadr_sides`` also runs as separate
 processes: ``collect_cadr`` (trace recorder + relay + readiness barrier + collector, until
@@ -49,6 +50,7 @@ from ldpfleet.collector.readiness import await_devices
 from ldpfleet.collector.theta_search import deviation_target, thm35_bound
 from ldpfleet.devices.cadr_agent import CadrAgent
 from ldpfleet.devices.graphs import Graph
+from ldpfleet.devices.noise_entropy import cadr_noise_rng, check_device_noise
 from ldpfleet.protocol import topics
 from ldpfleet.protocol.cadr_budget import (
     CadrBudget,
@@ -101,7 +103,8 @@ RESULT_KEYS = (
     "scenario", "broker", "run", "processes", "devices", "edges", "method", "pipeline", "eps",
     "alpha", "seed", "degree_bound", "degree_bound_source", "theta", "theta_rule",
     "theta_chosen_by", "theta_fanout", "theta_spacing", "theta_rounds",
-    "theta_queries", "theta_search", "budget", "privacy_claim", "mae", "mse", "distribution_l1",
+    "theta_queries", "theta_search", "budget", "privacy_claim", "device_noise", "mae", "mse",
+    "distribution_l1",
     "histogram_emd", "raw", "postprocessed", "baselines", "dropped", "scored_over",
     "kept_edge_ratio", "max_kept_degree",
     "bound_mean", "bound_holds", "ledger_min", "ledger_max", "ledger_exact", "lpea_round_cap",
@@ -358,13 +361,15 @@ class ShardStopped(RuntimeError):
         self.stats = stats
 
 
-def _machines(graph: Graph, names: list[str], run: str, seed: int, indices) -> list[CadrDevice]:
+def _machines(
+    graph: Graph, names: list[str], run: str, seed: int, indices, device_noise: str = "seeded"
+) -> list[CadrDevice]:
     return [
         CadrDevice(
             run,
             names[i],
             [names[j] for j in graph.neighbours(i)],
-            np.random.default_rng([seed, i]),
+            cadr_noise_rng(device_noise, seed, i),  # every draw of a device is its noise
         )
         for i in indices
     ]
@@ -431,6 +436,7 @@ async def run_device_shard(
     stopped: Awaitable[str] | None = None,
     dropout: float = 0.0,
     dropout_stage: str = "after_shares",
+    device_noise: str = "seeded",
 ) -> dict[str, DeviceStats]:
     """Run the devices ``i ≡ shard (mod shards)`` until each one's release is acked (or,
     for the ``dropout`` fraction the seed chose, until it crashed at ``dropout_stage``:
@@ -441,7 +447,7 @@ async def run_device_shard(
     ``stopped`` when it resolves (with a sentence, e.g. the collector closed the run):
     both raise ``ShardStopped`` with the sentence and the devices' stats so far."""
     names = device_names(graph)
-    machines = _machines(graph, names, run, seed, range(shard, graph.n, shards))
+    machines = _machines(graph, names, run, seed, range(shard, graph.n, shards), device_noise)
     gate = asyncio.Semaphore(connect_concurrency)
     dropping = dropped_devices(names, dropout, seed)
     agents = [
@@ -506,8 +512,9 @@ async def _all_subscribed(agents: list[CadrAgent], tasks: list[asyncio.Task]) ->
 
 
 async def _spawn_shard(
-    graph_spec: str, url: str, run: str, seed: int, shard: int, shards: int, concurrency: int
-) -> asyncio.subprocess.Process:
+    graph_spec: str, url: str, run: str, seed: int, shard: int, shards: int, concurrency: int,
+    device_noise: str = "seeded",
+) -> asyncio.subprocess.Process:  # fmt: skip
     """A device shard in a child process (``python -m ldpfleet.scenarios.cadr_shard``);
     its devices announce themselves to the collector's readiness barrier."""
     return await asyncio.create_subprocess_exec(
@@ -520,6 +527,7 @@ async def _spawn_shard(
         str(seed),
         f"{shard}/{shards}",
         str(concurrency),
+        device_noise,
         stdout=asyncio.subprocess.PIPE,
         limit=2**26,
     )
@@ -720,10 +728,13 @@ def collector_results(
     run: str,
     processes: int | None,
     started: float | None = None,
+    device_noise: str | None = "seeded",
 ) -> dict:
     """The scores the collector side knows: the release (computed only from what the
     collector received) against the simulator's true degrees. ``complete_results`` adds
-    the devices' part. ``started`` (perf_counter) counts the wall time from there."""
+    the devices' part. ``started`` (perf_counter) counts the wall time from there.
+    ``device_noise``: the devices' noise source, None when this side cannot tell (a split
+    run's collector; the merge restates it, ``cadr_sides.merge_cadr_outputs``)."""
     outcome = collected.outcome
     names = device_names(graph)
     degrees = graph.degrees()
@@ -763,7 +774,9 @@ def collector_results(
             theta_searched=plan.searched,
             degree_bound=bound,
             small_fleet=plan.small_fleet,
+            device_noise=device_noise,
         ),
+        "device_noise": device_noise,
         "mae": final["mae"],
         "mse": final["mse"],
         "distribution_l1": final["histogram_l1"],
@@ -1036,6 +1049,7 @@ async def run_cadr_fleet(
     peer_deadline: float = 0.0,
     dropout: float = 0.0,
     dropout_stage: str = "after_shares",
+    device_noise: str = "seeded",
 ) -> dict:
     """One fleet run; returns the scores and the run's figures (module docstring).
 
@@ -1058,6 +1072,7 @@ async def run_cadr_fleet(
     settings.bound_for(graph)  # a typed error (θ above D, ...) before any device starts
     settings.check_fleet_size(graph)  # the θ search's one secure-sum session
     settings.check_dropout(graph)
+    check_device_noise(device_noise)
     check_whole(processes, "processes", 1, MAX_PROCESSES)
     if dropout and processes > 1:
         raise ParameterError(
@@ -1080,7 +1095,8 @@ async def run_cadr_fleet(
             )
         shards = _DeviceShards(graph, transport, info.url, run, seed, processes,
                                connect_concurrency, graph_spec,
-                               dropout=(settings.dropout, settings.dropout_stage))  # fmt: skip
+                               dropout=(settings.dropout, settings.dropout_stage),
+                               device_noise=device_noise)  # fmt: skip
         try:
             collected = await collect_cadr(
                 transport,
@@ -1097,7 +1113,7 @@ async def run_cadr_fleet(
             await shards.stop()
     partial = collector_results(
         graph, settings, collected, broker=info.kind, run=run, processes=processes,
-        started=started,
+        started=started, device_noise=device_noise,
     )  # fmt: skip
     partial["seconds"] = round(time.perf_counter() - started, 3)
     return complete_results(partial, stats)
@@ -1118,6 +1134,7 @@ class _DeviceShards:
     connect_concurrency: int
     graph_spec: str | None
     dropout: tuple[float, str] = (0.0, "after_shares")  # [cadr] dropout, dropout_stage
+    device_noise: str = "seeded"  # [privacy] device_noise (devices.noise_entropy)
     local: list[asyncio.Task] = field(default_factory=list)
     children: list[asyncio.subprocess.Process] = field(default_factory=list)
 
@@ -1129,6 +1146,7 @@ class _DeviceShards:
                     self.graph, self.transport, self.run, self.seed, 0, self.processes,
                     connect_concurrency=self.connect_concurrency,
                     dropout=self.dropout[0], dropout_stage=self.dropout[1],
+                    device_noise=self.device_noise,
                 )
             )
         )  # fmt: skip
@@ -1136,7 +1154,7 @@ class _DeviceShards:
             self.children.append(
                 await _spawn_shard(
                     self.graph_spec, self.url, self.run, self.seed, shard, self.processes,
-                    self.connect_concurrency,
+                    self.connect_concurrency, self.device_noise,
                 )
             )  # fmt: skip
 
@@ -1206,6 +1224,7 @@ async def run_cadr_scenario(
         peer_deadline=cadr.peer_deadline_seconds,
         dropout=cadr.dropout,
         dropout_stage=cadr.dropout_stage,
+        device_noise=spec.privacy.device_noise,
     )
     return write_cadr_results(out, {"scenario": scenario_header(scenario), **result})
 

@@ -22,7 +22,8 @@ from ldpfleet.scenarios.loop import run as run_loop
 
 
 async def _main(argv: list[str]) -> None:
-    graph_spec, url, run, seed, shard_text, concurrency = argv
+    graph_spec, url, run, seed, shard_text, concurrency, *rest = argv
+    device_noise = rest[0] if rest else "seeded"
     shard, shards = parse_shard(shard_text)
     graph = load_graph(graph_spec)
     ready = asyncio.Event()
@@ -41,6 +42,7 @@ async def _main(argv: list[str]) -> None:
         shards,
         connect_concurrency=int(concurrency),
         subscribed=ready,
+        device_noise=device_noise,
     )
     await announcer
     print(json.dumps({name: dataclasses.asdict(st) for name, st in stats.items()}), flush=True)

@@ -57,6 +57,7 @@ from ldpfleet.collector.readiness import DevicesMissing
 from ldpfleet.devices.graphs import Graph
 from ldpfleet.devices.rendezvous import RunTermsDiffer, wait_for_run
 from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.cadr_budget import restate_device_noise
 from ldpfleet.protocol.errors import RemoteProtocolError
 from ldpfleet.protocol.fleet_done import FleetStatus, fleet_done_filter
 from ldpfleet.protocol.liveness import SilenceWatch
@@ -77,7 +78,14 @@ from ldpfleet.scenarios.cadr_run import (
     scenario_header,
     write_cadr_results,
 )
-from ldpfleet.scenarios.sides import fleet_client_id, run_announcer, say_refused, terms_refused
+from ldpfleet.scenarios.sides import (
+    fleet_client_id,
+    run_announcer,
+    say_refused,
+    shards_device_noise,
+    terms_document,
+    terms_refused,
+)
 
 __all__ = [
     "RELEASED",
@@ -113,7 +121,7 @@ def cadr_terms(scenario, graph: Graph, seed: int) -> RunTerms:
         scenario=scenario.name,
         seed=seed,
         devices=graph.n,
-        digest=scenario_digest(scenario.to_dict()),
+        digest=scenario_digest(terms_document(scenario)),
     )
 
 
@@ -184,9 +192,10 @@ async def cadr_collector_side(
             raise CadrSideStopped(str(error)) from None
         finally:
             await announcer.stop_repeating()  # a failed run may not have closed it
-    results = collector_results(
-        graph, settings, collected, broker=info.kind, run=run, processes=None
-    )
+    results = collector_results(  # the devices' noise source is theirs to say (the merge)
+        graph, settings, collected, broker=info.kind, run=run, processes=None,
+        device_noise=None,
+    )  # fmt: skip
     written = write_cadr_results(out, {"scenario": scenario_header(scenario), **results})
     return stamp_public_key(out, written)  # trace.public_key: trace verify's anchor
 
@@ -315,6 +324,7 @@ async def cadr_fleet_side(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     terms = cadr_terms(scenario, graph, settings.seed)
+    noise = scenario.spec.privacy.device_noise  # this side's own choice, not a run term
     async with open_broker(_joinable(broker), credentials=credentials) as (transport, info):
         try:
             epoch = await wait_for_run(
@@ -350,13 +360,14 @@ async def cadr_fleet_side(
                 stopped=stopped,
                 dropout=settings.dropout,
                 dropout_stage=settings.dropout_stage,
+                device_noise=noise,
             )
         except ShardStopped as stop:
-            _write_fleet(out, run, shard, info.url, epoch, stop.stats, stop.sentence)
+            _write_fleet(out, run, shard, info.url, epoch, stop.stats, stop.sentence, noise)
             raise CadrSideStopped(stop.sentence) from None
         finally:
             stopped.close()  # never awaited if the shard failed before its devices listened
-    return _write_fleet(out, run, shard, info.url, epoch, stats, "done")
+    return _write_fleet(out, run, shard, info.url, epoch, stats, "done", noise)
 
 
 def _write_fleet(
@@ -367,8 +378,11 @@ def _write_fleet(
     epoch: int,
     stats: dict[str, DeviceStats],
     status: str,
+    device_noise: str = "seeded",
 ) -> dict:
-    """``outcomes.json`` (per device: ``DeviceStats`` but the ledger) and ``ledger.json``."""
+    """``outcomes.json`` (per device: ``DeviceStats`` but the ledger, and the shard's
+    ``device_noise``: where its devices' noise came from, never the noise) and
+    ``ledger.json``."""
     devices = {}
     for name, st in sorted(stats.items()):
         fields = asdict(st)
@@ -380,6 +394,7 @@ def _write_fleet(
         "broker": broker,
         "epoch": epoch,
         "status": status,
+        "device_noise": device_noise,
         "devices": devices,
     }
     ledgers = ledger_document({name: st.ledger for name, st in sorted(stats.items())}, run)
@@ -400,14 +415,20 @@ def merge_cadr_outputs(
     partial = json.loads((Path(collector_dir) / "results.json").read_text())
     stats: dict[str, DeviceStats] = {}
     dirs = [Path(d) for d in fleet_dirs]
+    shards = []
     for directory in dirs:
         outcomes = json.loads((directory / "outcomes.json").read_text())
+        shards.append(outcomes)
         ledgers = json.loads((directory / "ledger.json").read_text())
         for name, fields in outcomes["devices"].items():
             if name in stats:
                 raise ValueError(f"device {name} is in two shards ({directory})")
             stats[name] = DeviceStats(ledger=ledgers.get(name), **fields)
     partial["processes"] = len(dirs)
+    noise = shards_device_noise(shards)  # the fleet side's choice: the claim says it now
+    partial["device_noise"] = noise
+    if "privacy_claim" in partial:
+        partial["privacy_claim"] = restate_device_noise(partial["privacy_claim"], noise)
     full = complete_results(partial, stats)
     if out_dir is None:
         full.pop("ledgers")

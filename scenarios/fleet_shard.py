@@ -122,6 +122,8 @@ def write_shard_outputs(
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
             "connect_seconds": fleet.connect_seconds if fleet else None,
             "crashed": fleet.crashed if fleet else {},
+            # where the devices' noise came from (devices.noise_entropy; never the noise)
+            "device_noise": fleet.fleet_config.device_noise if fleet else None,
             "devices": outcomes,
             **(extra or {}),
         },
@@ -135,6 +137,7 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--run", required=True, help="run id shared with the collector")
     parser.add_argument("--shard", default="0/1", help="run slice i of k")
     parser.add_argument("--seed", type=int, default=None, help="override the scenario's seed")
+    parser.add_argument("--device-noise", default=None, help="[privacy] device_noise: seeded, os")
     parser.add_argument("--out", "-o", type=Path, default=None, help="where to write")
     parser.add_argument("--credentials", type=Path, default=None, help="credentials.json")
     return parser.parse_args(argv)
@@ -150,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     use_plugin_path()
     try:
         shard = parse_shard(args.shard)
-        scenario = load_scenario(args.scenario)
+        scenario = load_scenario(args.scenario).with_device_noise(args.device_noise)
         credentials = load_run_credentials(args.credentials, args.run)
         outcomes, target = run_fleet_shard(
             scenario,

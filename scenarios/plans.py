@@ -111,6 +111,7 @@ def fleet_config(
         gateway_devices=spec.fleet.gateway_devices,
         crashes=crash_config(scenario),
         state_file=state_file,
+        device_noise=spec.privacy.device_noise,
     )
 
 

@@ -1074,7 +1074,9 @@ async def _run_checked(
         progress(c["reports_received"], c["reports_expected"])
     results = stream_results(state, shard_brokers)
     ledger = stream_ledger(state, results["gcdp"])
-    results["privacy"] = privacy_entry(ledger, state.config)  # the claim and what was spent
+    noise = state.scenario.spec.privacy.device_noise  # the fleet's (never its generators)
+    results["device_noise"] = noise
+    results["privacy"] = privacy_entry(ledger, state.config, noise)  # the claim, the spend
     results["privacy"] = note_secure_sum(results["privacy"], results.get("secure_sum"))
     write_results(out / "results.json", results, indent=2)
     write_json(out / "ledger.json", ledger, indent=2)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -226,6 +226,21 @@ class LoadedScenario:
         assert section is not None
         low, high = section.clip or self.stream_bounds()
         return FixedPoint(low, high, section.scale, section.bits)
+
+    def with_device_noise(self, mode: str | None) -> LoadedScenario:
+        """This scenario with ``[privacy] device_noise = mode`` (``--device-noise``; None:
+        as it is). The processes a run starts are told it again (``--device-noise``)."""
+        if mode is None or mode == self.spec.privacy.device_noise:
+            return self
+        if mode not in ("seeded", "os"):  # devices.noise_entropy.DEVICE_NOISE
+            raise ScenarioError(
+                f'privacy.device_noise: {mode!r} is not allowed; allowed: "seeded", "os"',
+                field="privacy.device_noise",
+                limit='"seeded" or "os"',
+                value=mode,
+            )
+        privacy = msgspec.structs.replace(self.spec.privacy, device_noise=mode)
+        return replace(self, spec=msgspec.structs.replace(self.spec, privacy=privacy))
 
     def to_dict(self) -> dict:
         """The scenario as plain data (for results.json)."""

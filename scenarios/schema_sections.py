@@ -412,6 +412,16 @@ class GcdpSection(_Section):
     utility_column: str | None = None
 
 
+class PrivacySection(_Section):
+    """``[privacy]``: where the devices' noise comes from (``devices.noise_entropy``):
+    "seeded" derives every device's noise generator from the run's seed (reproducible;
+    whoever holds the seed can replay the noise: the claims carry a trust row), "os" seeds
+    each device's from its own OS entropy, never written anywhere (overridden by
+    ``--device-noise``; a fleet side's own choice in a split run, not a run term)."""
+
+    device_noise: Literal["seeded", "os"] = "seeded"
+
+
 class BrokerSection(_Section):
     """``[broker]``: where to run (overridden by ``--broker``), and whether connections
     authenticate and the broker enforces the run's ACL (``broker.auth``): "auto" = yes on
@@ -440,4 +450,5 @@ class Scenario(_Section):
     secure_sum: SecureSumSection | None = None
     gcdp: GcdpSection | None = None
     faults: FaultsSection | None = None
+    privacy: PrivacySection = msgspec.field(default_factory=PrivacySection)
     broker: BrokerSection = msgspec.field(default_factory=BrokerSection)

@@ -192,6 +192,7 @@ class ShardedFleet:
         command += ["--broker", broker, "--run", self.run_id]
         command += ["--shard", f"{index}/{self.shards}", "--seed", str(self.seed)]
         command += ["--out", str(self._shard_dir(index))]
+        command += ["--device-noise", self.scenario.spec.privacy.device_noise]
         if self.credentials_path is not None:
             command += ["--credentials", str(self.credentials_path)]
         return command

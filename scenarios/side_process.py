@@ -78,6 +78,9 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--fleet-timeout", type=_seconds, default=60.0, help="collector: join")
     parser.add_argument("--wait-timeout", type=_seconds, default=60.0, help="fleet: rendezvous")
     parser.add_argument("--progress", action="store_true", help="collector: JSON progress lines")
+    parser.add_argument(
+        "--device-noise", default=None, help="fleet: [privacy] device_noise (seeded or os)"
+    )
     return parser.parse_args(argv)
 
 
@@ -209,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     stops: tuple[type[BaseException], ...] = (RendezvousError, BrokerUnavailable)
     try:
-        scenario = load_scenario(args.scenario)
+        scenario = load_scenario(args.scenario).with_device_noise(args.device_noise)
         credentials = load_run_credentials(args.credentials, args.run)
         side = {
             "collector": _collector,

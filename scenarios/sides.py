@@ -159,8 +159,14 @@ def run_terms(scenario: LoadedScenario, run: str, seed: int | None = None) -> Ru
         scenario=scenario.name,
         seed=_seed(scenario, seed),
         devices=_device_count(scenario),
-        digest=scenario_digest(scenario.to_dict()),
+        digest=scenario_digest(terms_document(scenario)),
     )
+
+
+def terms_document(scenario: LoadedScenario) -> dict:
+    """The scenario the sides compare: all of it but ``[privacy]``, which only the fleet
+    side reads (its devices' noise source is its own choice, devices.noise_entropy)."""
+    return {k: v for k, v in scenario.to_dict().items() if k != "privacy"}
 
 
 def fleet_client_id(run: str, shard: tuple[int, int], purpose: str) -> str:
@@ -873,6 +879,15 @@ def _scenario_of(document: dict) -> LoadedScenario:
     return LoadedScenario(msgspec.convert(recorded["spec"], Scenario), path)
 
 
+def shards_device_noise(shards: list[dict]) -> str | None:
+    """The fleet's noise source from its shards' outcomes.json: theirs when they agree,
+    "mixed" when they do not (the seeded caveat applies), None when none said."""
+    said = {s.get("device_noise") for s in shards} - {None}
+    if not said:
+        return None
+    return said.pop() if len(said) == 1 else "mixed"
+
+
 def _load_fleet_dirs(fleet_dirs) -> tuple[list[DeviceOutcome], dict, list[dict]]:
     outcomes, crashed, shards = [], {}, []
     for directory in fleet_dirs:
@@ -945,7 +960,9 @@ def merge_stream_outputs(
     results["faults"] = _merged_faults(scenario, c, truth, outcomes, shards)
     _add_source_entries(results, scenario, truth)
     # the claim and what the devices' ledgers spent (ledger.json, write_merged)
-    results["privacy"] = privacy_entry(_merged_ledger(c, outcomes, config), config)
+    noise = shards_device_noise(shards)
+    results["device_noise"] = noise
+    results["privacy"] = privacy_entry(_merged_ledger(c, outcomes, config), config, noise)
     results["privacy"] = note_secure_sum(results["privacy"], results.get("secure_sum"))
     return results
 

@@ -133,9 +133,12 @@ def _clear(out: Path) -> None:
 
 
 def _side_command(side: str, scenario_file: Path, url: str, run: str, out: Path, seed: int,
-                  credentials_file: Path | None, *extra: str) -> list[str]:  # fmt: skip
+                  credentials_file: Path | None, *extra: str,
+                  scenario_noise: str = "seeded") -> list[str]:  # fmt: skip
     command = [sys.executable, "-m", SIDE_MODULE, side, str(scenario_file)]
     command += ["--broker", url, "--run", run, "--out", str(out), "--seed", str(seed)]
+    # the fleet's noise source (devices.noise_entropy), which --device-noise may have set
+    command += ["--device-noise", scenario_noise]
     if credentials_file is not None:
         command += ["--credentials", str(credentials_file)]
     return command + list(extra)
@@ -287,7 +290,8 @@ class _SplitRun:
 
     def _command(self, side: str, url: str, out: Path, *extra: str) -> list[str]:
         return _side_command(side, self.scenario_file, url, self.run, out, self.seed,
-                             self.secret, *extra)  # fmt: skip
+                             self.secret, *extra,
+                             scenario_noise=self.scenario.spec.privacy.device_noise)  # fmt: skip
 
     async def start(
         self,

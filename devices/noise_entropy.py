@@ -1,0 +1,84 @@
+"""Where a device's privacy noise comes from: the run's seed, or the device's own entropy.
+
+``[privacy] device_noise`` (and ``--device-noise`` on ``ldpfleet run`` / ``ldpfleet
+fleet``) picks one of ``DEVICE_NOISE``:
+
+* ``"seeded"`` (the default): each device's noise generator is derived from the run's seed
+  and the device's index, so a seed gives the same reports and release on every transport
+  and in every process — the reproducibility the figures in docs/ rely on. Whoever holds
+  the seed (it is in the scenario and results.json) can replay every device's noise and
+  remove it: the privacy claims say so (a ``covered = "trust"`` row).
+* ``"os"``: each device's noise generator is seeded from operating-system entropy
+  (``numpy.random.SeedSequence()`` with no entropy reads 128 bits from ``secrets``, i.e.
+  ``os.urandom``), per device, kept in the device's memory (and its own state file, so a
+  crashed device resumes its stream) and never written to results, ledgers or traces. No
+  one can replay it, so the claims hold without trust in the seed's holder.
+
+Only the privatisation draws take this generator: the stream's mechanism (SW and the
+other per-device mechanisms), the bulk gateways' SW words, and a CADR-LDP device's
+randomness (Pólya θ-search shares, NDOE's exponential mechanism, LPEA's randomised
+response and shuffle, DSR's Laplace). The synthetic data, the graph, the dropout choosers
+and the fault plan stay seeded in both modes, so two "os" runs of one seed see the same
+data and differ only in the noise.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+import numpy as np
+from ldpfleet.protocol.errors import ParameterError
+
+__all__ = [
+    "DEFAULT_DEVICE_NOISE",
+    "DEVICE_NOISE",
+    "bulk_noise_keys",
+    "cadr_noise_rng",
+    "check_device_noise",
+    "noise_rng",
+]
+
+DEVICE_NOISE = ("seeded", "os")
+DEFAULT_DEVICE_NOISE = "seeded"
+
+
+def check_device_noise(mode: object) -> str:
+    """``mode`` if it is one of ``DEVICE_NOISE``, else a ``ParameterError`` naming the
+    field, the allowed values and the value."""
+    if mode not in DEVICE_NOISE:
+        raise ParameterError(
+            f"must be one of {', '.join(repr(m) for m in DEVICE_NOISE)}, got {mode!r}",
+            field="device_noise",
+            limit=f"one of {list(DEVICE_NOISE)}",
+            value=mode,
+        )
+    return str(mode)
+
+
+def _own_entropy() -> np.random.Generator:
+    """A generator seeded from the operating system's entropy (never stored)."""
+    return np.random.default_rng(np.random.SeedSequence())
+
+
+def noise_rng(mode: str, seeded: Callable[[], np.random.Generator]) -> np.random.Generator:
+    """A device's noise generator: ``seeded()`` when ``mode`` is "seeded", a generator
+    from the device's own entropy when "os" (``seeded`` is then not called)."""
+    if check_device_noise(mode) == "os":
+        return _own_entropy()
+    return seeded()
+
+
+def cadr_noise_rng(mode: str, seed: int, index: int) -> np.random.Generator:
+    """CADR-LDP device ``index``'s generator (all its draws are privatisation):
+    ``default_rng([seed, index])`` when ``mode`` is "seeded", its own entropy when "os"."""
+    return noise_rng(mode, lambda: np.random.default_rng([seed, index]))
+
+
+def bulk_noise_keys(mode: str, count: int) -> np.ndarray | None:
+    """The 64-bit SW noise keys of ``count`` bulk-gateway devices: ``None`` when ``mode``
+    is "seeded" (the gateway derives them from the seed, ``protocol.bulk.device_keys``),
+    ``count`` keys from ``os.urandom`` when "os"."""
+    if check_device_noise(mode) == "seeded":
+        return None
+    return np.frombuffer(os.urandom(8 * count), dtype=np.uint64).copy()
