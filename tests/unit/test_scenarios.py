@@ -16,6 +16,7 @@ from ldpfleet.scenarios.schema import (
     FleetSection,
     GraphSection,
     PeriodicSource,
+    PrivacySection,
     ScenarioError,
     ScenarioMeta,
     SecureSumSection,
@@ -109,6 +110,7 @@ def test_docs_list_every_schema_key():
         "secure_sum": SecureSumSection,
         "graph": GraphSection,
         "cadr": CadrSection,
+        "privacy": PrivacySection,
     }
     for name, struct in sections.items():
         body = doc.split(f"## `[{name}]`")[1].split("\n## ")[0]
