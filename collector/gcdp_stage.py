@@ -89,10 +89,23 @@ __all__ = [
 LEDGER_OWNER = "collector"
 
 
-def release_rng(seed: int) -> np.random.Generator:
-    """The release's generator: a function of the scenario seed only."""
+def release_rng(seed: int, noise: str = "seeded") -> np.random.Generator:
+    """The release's generator: a function of the scenario seed only, or with ``noise``
+    "os" one seeded from fresh OS entropy (privacy review V, 2026-12-07: the seed is in
+    results.json, so a seeded release's noise can be replayed and subtracted)."""
+    if noise == "os":
+        return np.random.default_rng(np.random.SeedSequence())
     tag = zlib.crc32(b"gcdp_release")
     return np.random.default_rng(np.random.SeedSequence((int(seed), tag)))
+
+
+RELEASE_NOISE_NOTE = {
+    "seeded": "the release's Laplace noise is drawn from the run's seed (reproducible); "
+    "whoever holds the seed and the release can remove the noise, so eps_rel holds only "
+    'against an observer without the seed; [privacy] device_noise = "os" draws it from '
+    "OS entropy",
+    "os": "the release's Laplace noise is drawn from fresh OS entropy, never written",
+}
 
 
 @dataclass(frozen=True)
@@ -109,6 +122,10 @@ class GcdpStageConfig:
     calibration_steps: int | None = None  # default: every record of the file
     utility_column: str | None = None  # the room label column (0/1), if any
     source_path: str | None = None  # the fleet's source file (its sampling is compared)
+    # where the release's Laplace noise comes from: "seeded" (``release_rng``: reproducible,
+    # so whoever holds the seed can remove it from the published release) or "os"
+    # (``[privacy] device_noise = "os"``: fresh OS entropy, never written)
+    release_noise: str = "seeded"
 
     @property
     def nodes(self) -> int:
@@ -231,13 +248,14 @@ class GcdpStage:
         self.sampling = sampling_entry(config.calibration.path, config.source_path, config.window)
         self.ledger = PrivacyLedger(LEDGER_OWNER)
         self.seed = seed
+        self.release_noise = config.release_noise
         self.machine = GcdpReleaser(
             run,
             devices,
             self.theta,
             config.steps,
             self.ledger,
-            release_rng(seed),
+            release_rng(seed, config.release_noise),
             given_means=given_means,
         )
         self.releases: dict[int, WindowReleased] = {}
@@ -296,6 +314,8 @@ class GcdpStage:
             "mechanism": "gcdp_laplace",
             "nodes": self.machine.nodes,
             "seed": self.seed,
+            "release_noise": self.release_noise,
+            "release_noise_note": RELEASE_NOISE_NOTE[self.release_noise],
             "windows_expected": self.machine.n_windows,
             "windows_released": len(self.machine.released),
             "windows_unreleased": self.machine.unreleased(),

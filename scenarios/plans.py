@@ -133,4 +133,5 @@ def gcdp_stage_config(scenario: LoadedScenario) -> GcdpStageConfig:
         calibration_steps=section.calibration_steps,
         utility_column=section.utility_column,
         source_path=getattr(source, "path", None),
+        release_noise=scenario.spec.privacy.device_noise,
     )
