@@ -414,7 +414,6 @@ import types
 import numpy as np
 from ldpfleet.collector import period_constants as _period_constants
 from ldpfleet.collector import period_input as _period_input
-from ldpfleet.collector import period_permutation as _period_permutation
 from ldpfleet.collector import period_refine as _period_refine
 from ldpfleet.collector import period_result as _period_result
 from ldpfleet.collector import period_screen as _period_screen
@@ -467,9 +466,6 @@ from ldpfleet.collector.period_constants import (  # noqa: F401 - re-exported: p
     PAD,
     PENALTY_CYCLES,
     PENALTY_SLOPE,
-    PERMUTATION_ALPHA,
-    PERMUTATION_DRAWS,
-    PERMUTATION_STREAM,
     PHI_GRID,
     RANK_HEAD,
     SCRATCH_FLOATS,
@@ -651,7 +647,6 @@ class _ForwardingModule(types.ModuleType):
 _SPLIT_MODULES = (
     _period_constants,
     _period_input,
-    _period_permutation,
     _period_result,
     _period_whiten,
     _period_screen,
@@ -729,36 +724,7 @@ def _estimate(
         return PeriodEstimate(None, 0.0, {}, (n,), max_period=max_period)
     search = _Search(arr, xd, min_period, max_period, alpha)
     best = search.screen(top_peaks)
-    return _permutation_checked(arr, search.decide(*best), min_period, max_period)
-
-
-def _permutation_checked(
-    arr: np.ndarray, estimate: PeriodEstimate, min_period: int, max_period: int
-) -> PeriodEstimate:
-    """Step 11 (``collector/period_permutation.py``): a claim on a stream of at most
-    ``PERMUTATION_STREAM`` samples stands only if its fold statistic over the searched range
-    (widened to the claimed period) beats the stream's own reports in random orders at
-    ``PERMUTATION_ALPHA``; otherwise it abstains, ``candidate`` the withdrawn period."""
-    period = estimate.period
-    if period is None or not _period_permutation.gate_applies(arr.size):
-        return estimate
-    lo, hi = min(min_period, period), max(max_period, period)
-    p = _period_permutation.permutation_p(arr, lo, hi)
-    if _period_permutation.gate_passes(p):
-        return dataclasses.replace(estimate, permutation_p=p)
-    return PeriodEstimate(
-        None,
-        0.0,
-        {},
-        (arr.size,),
-        max(estimate.p_value, p),
-        0,
-        estimate.tests,
-        estimate.max_period,
-        estimate.log_p,
-        period,
-        permutation_p=p,
-    )
+    return search.decide(*best)
 
 
 def _checked_arguments(reports, min_period, max_period, top_peaks, min_cycles, alpha):

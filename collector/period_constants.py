@@ -72,12 +72,6 @@ FLOOR_SLACK = 2.0  # ... (_span_floor: log p minus this covers _log_sf's jitter 
 FAST_FOLD_BATCH = 1 << 15  # settle: batched partial DFTs, <= this many twiddles a call (512 KB)
 BY_ROW_COLUMNS = 64  # _by_row: columns of a Fortran-ordered array per row of its flat view
 SCRATCH_FLOATS = 1 << 18  # _scratch: Whittle temporaries up to this many floats reuse kept buffers
-# step 11 (helper K, docs/preregistration/K-short-stream-permutation.md): a claim on a stream of
-# at most this many samples is kept only if its fold statistic beats B random orders of its
-# reports (permutation p <= PERMUTATION_ALPHA; exact on exchangeable, i.e. level-plus-noise, nulls)
-PERMUTATION_STREAM = 300
-PERMUTATION_DRAWS = 399  # B: p = (1 + #{draws >= observed}) / 400, so <= 1 draw may reach it
-PERMUTATION_ALPHA = 0.005
 TRIM = 25.0  # bins with P / S > TRIM are lines, refitted without (P(Exp > 25) = 1.4e-11)
 
 

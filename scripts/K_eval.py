@@ -1,7 +1,9 @@
 """Helper K's evaluation of step 11, the short-stream permutation gate
 (docs/preregistration/K-short-stream-permutation.md). One ``detect_period`` run per stream
 gives the answer with the gate (``est.period``) and without it (a withdrawn claim abstains
-with ``candidate`` the claim and ``permutation_p`` above ``PERMUTATION_ALPHA``).
+with ``candidate`` the claim and ``permutation_p`` above ``PERMUTATION_ALPHA``). Step 11
+FAILED its registration and is not in the tree: apply
+docs/preregistration/K-short-stream-permutation.diff first (without it both answers agree).
 
     python scripts/K_eval.py quiet --out /tmp/K-quiet.jsonl [--trials 500] [--offset 90000]
     python scripts/K_eval.py grid --out /tmp/K-grid.jsonl [--trials 40]
@@ -55,7 +57,7 @@ def both(reports) -> tuple[int | None, int | None, float]:
     est = detect_period(reports)
     ms = (time.process_time() - t0) * 1e3
     old = est.period
-    if old is None and est.permutation_p is not None:
+    if old is None and getattr(est, "permutation_p", None) is not None:
         old = est.candidate  # a claim step 11 withdrew
     return est.period, old, ms
 
