@@ -117,6 +117,7 @@ import operator
 import os
 import re
 import stat
+import time
 import zlib
 from dataclasses import dataclass
 from datetime import datetime
@@ -668,17 +669,41 @@ def _dated_data_line(first: list[str], second: list[str] | None) -> bool:
     return "time" in kinds and kinds == [_cell_kind(cell.strip()) for cell in second]
 
 
-def _cache_key(path: str, st: os.stat_result) -> tuple[str, int, int, int]:
+# a file changed this recently may change again within one tick of its file system's clock
+# (ext4 ~4 ms, HFS+ 1 s, FAT / exFAT 2 s) keeping its mtime, ctime and size: its key also
+# holds a checksum of its bytes (git's "racily clean" entries; review R5, 2026-12-07)
+_RACY_NS = 3 * 10**9
+
+
+def _cache_key(path: str, st: os.stat_result) -> tuple:
     """What a cached parse of ``path`` depends on besides its settings: the real path,
-    mtime and size (an edited file is read again) and the unpacked-size cap (a file read
-    under a larger cap is refused again once it is lowered: helper R's review,
-    2026-12-07)."""
-    return (os.path.realpath(path), st.st_mtime_ns, st.st_size, max_unpacked())
+    mtime and size (an edited file is read again), the inode and ctime (a file replaced by
+    a rename, or whose mtime a tool restored: ``cp -p``, ``rsync -t``), the unpacked-size
+    cap (a file read under a larger cap is refused again once it is lowered: helper R's
+    review, 2026-12-07) and, for a file changed in the last ``_RACY_NS``, a CRC-32 of its
+    bytes (an edit in the same clock tick as the one cached: review R5)."""
+    key = (os.path.realpath(path), st.st_mtime_ns, st.st_size, max_unpacked(), st.st_ino,
+           st.st_ctime_ns)  # fmt: skip
+    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < _RACY_NS:
+        key += (_file_crc(path),)
+    return key
+
+
+def _file_crc(path: str) -> int | None:
+    """CRC-32 of the bytes of ``path`` (None when unreadable: the parse says why)."""
+    crc = 0
+    try:
+        with open(path, "rb") as handle:
+            while chunk := handle.read(1 << 20):
+                crc = zlib.crc32(chunk, crc)
+    except OSError:
+        return None
+    return crc
 
 
 @functools.lru_cache(maxsize=32)
 def _parse_table(
-    path: str, _key: tuple[str, int, int, int], has_header: bool | None = None, decimal: str = "."
+    path: str, _key: tuple, has_header: bool | None = None, decimal: str = "."
 ) -> tuple:
     """Parse ``path``; ``_key`` (``_cache_key``) invalidates the cache on edits.
     Also returns the dropped columns (name -> first data value, its line number, whether
@@ -1960,7 +1985,7 @@ def _table(path: str, header: bool | None = None, decimal: str = "."):
     return _parse_table(*_table_key(path, decimal), header, decimal)
 
 
-def _table_key(path: str | os.PathLike, decimal: str) -> tuple[str, tuple[str, int, int, int]]:
+def _table_key(path: str | os.PathLike, decimal: str) -> tuple[str, tuple]:
     """``path`` and the cache key of its table (``_cache_key``): one ``os.stat`` (a folder,
     or no regular file, refused)."""
     path = os.fspath(path)
