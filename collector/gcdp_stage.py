@@ -60,6 +60,7 @@ from ldpfleet.collector.gcdp.windows import (
     WindowAssembler,
     WindowReleased,
 )
+from ldpfleet.devices.noise_entropy import noise_rng
 from ldpfleet.devices.sources import (
     CsvSpec,
     closest_name,
@@ -92,11 +93,10 @@ LEDGER_OWNER = "collector"
 def release_rng(seed: int, noise: str = "seeded") -> np.random.Generator:
     """The release's generator: a function of the scenario seed only, or with ``noise``
     "os" one seeded from fresh OS entropy (privacy review V, 2026-12-07: the seed is in
-    results.json, so a seeded release's noise can be replayed and subtracted)."""
-    if noise == "os":
-        return np.random.default_rng(np.random.SeedSequence())
+    results.json, so a seeded release's noise can be replayed and subtracted): the devices'
+    choice of generator (``devices.noise_entropy.noise_rng``) applied to the release."""
     tag = zlib.crc32(b"gcdp_release")
-    return np.random.default_rng(np.random.SeedSequence((int(seed), tag)))
+    return noise_rng(noise, lambda: np.random.default_rng(np.random.SeedSequence((int(seed), tag))))
 
 
 RELEASE_NOISE_NOTE = {
