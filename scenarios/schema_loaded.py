@@ -14,6 +14,7 @@ from typing import Literal
 
 import msgspec
 from ldpfleet.collector.cpr import CprConfig
+from ldpfleet.devices.noise_entropy import DEVICE_NOISE
 from ldpfleet.devices.sources import CsvSpec, SyntheticSpec
 from ldpfleet.protocol.messages import MAX_BATCH
 from ldpfleet.protocol.secagg.encoding import FixedPoint
@@ -232,11 +233,12 @@ class LoadedScenario:
         as it is). The processes a run starts are told it again (``--device-noise``)."""
         if mode is None or mode == self.spec.privacy.device_noise:
             return self
-        if mode not in ("seeded", "os"):  # devices.noise_entropy.DEVICE_NOISE
+        if mode not in DEVICE_NOISE:
+            allowed = [f'"{name}"' for name in DEVICE_NOISE]
             raise ScenarioError(
-                f'privacy.device_noise: {mode!r} is not allowed; allowed: "seeded", "os"',
+                f"privacy.device_noise: {mode!r} is not allowed; allowed: {', '.join(allowed)}",
                 field="privacy.device_noise",
-                limit='"seeded" or "os"',
+                limit=" or ".join(allowed),
                 value=mode,
             )
         privacy = msgspec.structs.replace(self.spec.privacy, device_noise=mode)
