@@ -980,12 +980,14 @@ def register(
 # (collector/audit/graph_canaries.py, collector/audit/secagg_view.py; docs/audit-graph.md).
 from ldpfleet.collector.audit.graph_canaries import GRAPH_BATTERY  # noqa: E402
 from ldpfleet.collector.audit.machine_canaries import MACHINE_BATTERY  # noqa: E402
+from ldpfleet.collector.audit.secagg_dropout_canary import DROPOUT_BATTERY  # noqa: E402
 from ldpfleet.collector.audit.secagg_split_canary import SPLIT_BATTERY  # noqa: E402
 from ldpfleet.collector.audit.secagg_view import SECAGG_BATTERY  # noqa: E402
 
-# ... the SecAgg+ split-graph canary (collector/audit/secagg_split_canary.py), and the
+# ... the SecAgg+ split-graph canary (collector/audit/secagg_split_canary.py), the
+# self-mask canary under dropouts (collector/audit/secagg_dropout_canary.py), and the
 # canaries through the running machines (collector/audit/machine_canaries.py)
-BATTERY.update(GRAPH_BATTERY | SECAGG_BATTERY | SPLIT_BATTERY | MACHINE_BATTERY)
+BATTERY.update(GRAPH_BATTERY | SECAGG_BATTERY | SPLIT_BATTERY | DROPOUT_BATTERY | MACHINE_BATTERY)
 from ldpfleet.collector.audit.cadr_count_canary import (  # noqa: E402
     COUNT_BATTERY,
     DROPOUT_AUDIT_EPS,

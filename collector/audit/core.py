@@ -146,7 +146,7 @@ def _check_sizes(n_sel: int, n_eval: int) -> None:
 # The battery entries whose claim is that nothing leaks (eps = 0 whatever budget is passed):
 # the only ones ``ldpfleet audit --eps 0`` audits (test_B4_audit_eps.py checks the list
 # against the specs).
-ZERO_CLAIM_ENTRIES = ("secagg", "secagg-split")
+ZERO_CLAIM_ENTRIES = ("secagg", "secagg-split", "secagg-dropout")
 EPS_CLAIM_RULE = (
     f"a number in [{EPS_MIN:g}, {EPS_MAX:g}], or 0 for an audit that claims nothing leaks "
     f"({', '.join(ZERO_CLAIM_ENTRIES)})"

@@ -287,6 +287,67 @@ def secagg_unmasks_a_split_graph(p: Patcher) -> None:
     p.setattr(server_module.SecAggServer, "_split", lambda self, survivors: "")
 
 
+def secagg_skips_self_mask(p: Patcher) -> None:
+    """Planted bug: every device sends encode(x) + its pairwise masks, no PRG(b_u): hidden
+    while nobody drops, read in the clear once the server rebuilds a dropped device's mask
+    key (``secagg-dropout``)."""
+    from ldpfleet.protocol.secagg import client as client_module
+    from ldpfleet.protocol.secagg.encoding import sub_mod
+
+    real = client_module.SecAggClient._masked_input
+
+    def broken(self):
+        setup = self._setup()
+        mask = client_module.self_mask(self._seed, setup.dim, setup.bits)
+        return sub_mod(real(self), mask, setup.bits)
+
+    p.setattr(client_module.SecAggClient, "_masked_input", broken)
+
+
+def secagg_reveals_both_shares(p: Patcher) -> None:
+    """Planted bug: asked to unmask, a device reveals of every dropped node its b-share
+    too (beside the s-share asked for), so t such devices hand the server both secrets."""
+    import msgspec
+    from ldpfleet.protocol.secagg import client as client_module
+    from ldpfleet.protocol.secagg import shamir
+    from ldpfleet.protocol.secagg.messages import RevealedShare
+
+    real = client_module.SecAggClient._on_unmask_request
+
+    def broken(self, request):
+        held = dict(self._held)
+        real(self, request)
+        out = self._outbound[-1]
+        extra = [
+            RevealedShare(node=v, kind="b", share=shamir.share_to_bytes(held[v].b_share))
+            for v in sorted(request.dropped)
+        ]
+        both = msgspec.structs.replace(out.message, shares=list(out.message.shares) + extra)
+        self._outbound[-1] = out._replace(message=both)
+
+    p.setattr(client_module.SecAggClient, "_on_unmask_request", broken)
+
+
+def secagg_sums_a_late_masked_input(p: Patcher) -> None:
+    """Planted bug: a masked input arriving in the unmask stage from a device the server
+    declared dropped (U2 \\ U3) is accepted and the device moved into U3."""
+    from ldpfleet.protocol.secagg import server as server_module
+    from ldpfleet.protocol.secagg.messages import SaMasked
+
+    real = server_module.SecAggServer._receive
+
+    def broken(self, topic, message, now):
+        label = self.label_of.get(message.sender)
+        late = isinstance(message, SaMasked) and self.state == "unmask"
+        if late and label in self.u2 - self.u3 and label not in self._replies["masked"]:
+            self._replies["masked"][label] = message
+            self.u3 = self.u3 | {label}
+            return
+        real(self, topic, message, now)
+
+    p.setattr(server_module.SecAggServer, "_receive", broken)
+
+
 def _dsr_no_clip(p: Patcher) -> None:
     from ldpfleet.protocol import dsr
 
@@ -577,6 +638,20 @@ MUTANTS: tuple[Mutant, ...] = (
            "SecAggServer._split disabled: a ring cut by dropouts is unmasked part by part",
            secagg_unmasks_a_split_graph, (("secagg-split", 0.0),),
            (_U + "test_secagg_user_partial_sums.py",)),
+    Mutant("secagg device skips its self mask",
+           "devices send encode(x) + pairwise masks, no PRG(b_u): read once declared dropped",
+           secagg_skips_self_mask, (("secagg-dropout", 0.0),),
+           (_U + "test_secagg_machines.py",)),
+    Mutant("secagg devices reveal both shares of a dropped device",
+           "an unmask answer gives a dropped node's b-share beside its s-share",
+           secagg_reveals_both_shares, (("secagg-dropout", 0.0),),
+           (_U + "test_secagg_machines.py",)),
+    Mutant("secagg server sums a late masked input",
+           "a masked input arriving after its device was declared dropped joins U3",
+           secagg_sums_a_late_masked_input, (("secagg-dropout", 0.0),),
+           (_U + "test_secagg_machines.py",),
+           missed="no leak: the survivors were asked for the device's s-shares and answer "
+           "once, so its b_u is never revealed and the session aborts in both worlds"),
     Mutant("reused device seeds", "every device of a fleet gets device 0's generator",
            _reused_seeds, (("devices", 1.0),), (_U + "test_sources.py",), trials=600),
     Mutant("stream per-step eps instead of eps / w", "StreamConfig.eps0 = eps",

@@ -52,12 +52,14 @@ def view_columns(n: int = SECAGG_CLIENTS) -> list[str]:
     return [f"masked {u}" for u in range(n)] + [f"unmasked {u}" for u in range(n)] + ["sum"]
 
 
-def drive_session(server, clients: dict, upstream) -> None:
+def drive_session(server, clients: dict, upstream, after_timer=None) -> None:
     """Run a SecAgg ``server`` and its ``clients`` (pure machines, by device id) to the
     session's end on virtual time: deliver every message until all is quiet, then advance
     to the server's next deadline. Each message a device sends passes ``upstream(topic,
     message)``, which returns what the server receives (recorded, or replaced: a dropping
-    device's last will)."""
+    device's last will), or None: nothing now (a message held back, in flight). After
+    each deadline the server handled, ``after_timer()`` (when given) returns the (topic,
+    message) pairs that reach it then (a held message arriving late)."""
     now = 0.0
     server.start(now)
     while True:
@@ -72,7 +74,9 @@ def drive_session(server, clients: dict, upstream) -> None:
                 if topic.family == "in":
                     clients[topic.recipient].receive(topic, out.message, now)
                 elif topic.family == "up":
-                    server.receive(*upstream(topic, out.message), now)
+                    delivered = upstream(topic, out.message)
+                    if delivered is not None:
+                        server.receive(*delivered, now)
         if server.finished:
             return
         deadline = server.next_timer()
@@ -80,6 +84,8 @@ def drive_session(server, clients: dict, upstream) -> None:
             raise RuntimeError("secure aggregation stalled")
         now = max(now, deadline)
         server.handle_timer(now)
+        for delivered in after_timer() if after_timer is not None else ():
+            server.receive(*delivered, now)
 
 
 def secagg_session(inputs: np.ndarray, rng: np.random.Generator) -> np.ndarray:

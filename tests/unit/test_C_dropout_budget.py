@@ -31,13 +31,14 @@ def test_every_other_entry_runs_at_every_budget():
             assert battery.audit_all_budgets(name, budgets) == budgets, name
 
 
-def test_the_default_battery_is_88_audits():
+def test_the_default_battery_is_91_audits():
     from ldpfleet.app.audit_cli import _battery
 
     names = tuple(_battery().BATTERY)
-    assert len(names) == 30  # degree-clip (helper P) made 29 entries 30
+    # degree-clip (helper P) made 29 entries 30, secagg-dropout (helper S) 31
+    assert len(names) == 31
     tasks = audit_tasks((0.5, 1.0, 2.0), None)
-    assert len(tasks) == 3 * 30 - 2 == 88
+    assert len(tasks) == 3 * 31 - 2 == 91
     assert [e for m, e in tasks if m == DROPOUT] == [2.0]
     assert [m for m, _ in tasks] == sorted((m for m, _ in tasks), key=names.index)
 
