@@ -60,11 +60,12 @@ audit's own guarantee). Planted bugs (``collector.audit.mutants``):
 
 A deterministic separation is certified as soon as the evaluation runs per world n satisfy
 n > ln(gamma / 2) / ln(1/2) (``stats.runs_to_certify(0, gamma)``: 12 at ``audit all``'s
-per-audit gamma, 22 at gamma = 1e-6); the entry's 100 + 100 are far above.
+per-audit gamma, 22 at gamma = 1e-6); the entry's 60 + 60 are five times that.
 
-Cost. About 14 ms of X25519 / HKDF / AES-GCM / Shamir per trial (three sessions, 14
-devices), about 3 s for the entry's 200 trials; ``audit all`` runs it once and copies the
-row to its other budgets (``core.ZERO_CLAIM_ENTRIES``).
+Cost. About 15 ms of X25519 / HKDF / AES-GCM / Shamir per trial (three sessions, 14
+devices) on a quiet machine, about 2 s for the entry's 120 trials (5.2 s of CPU measured
+at load 6); ``audit all`` runs it once and copies the row to its other budgets
+(``core.ZERO_CLAIM_ENTRIES``).
 """
 
 from __future__ import annotations

@@ -23,8 +23,10 @@ masked, y_u and y_u - PRG(b_u) are uniform mod 2^32 in both worlds (the pairwise
 clients hide x_u); the total is 1 in both. A client that skips its pairwise masks leaves
 y_u - PRG(b_u) = encode(x_u): the server reads the input.
 
-What the audit cannot see without dropouts: a skipped SELF mask (the pairwise masks
-still hide y_u when nobody drops); that needs a dropout canary (not built here).
+What this entry cannot see without dropouts: a skipped SELF mask (the pairwise masks
+still hide y_u when nobody drops). The ``secagg-dropout`` entry
+(``collector/audit/secagg_dropout_canary.py``) sees it: a device declared dropped after
+its masked input was sent, whose mask key the server rebuilds.
 
 Cost. A session is ~2.4 ms of X25519 / HKDF / AES-GCM / Shamir for 3 clients, so the
 default 1,000 sessions per world (500 + 500) take about 5 s for both worlds.
