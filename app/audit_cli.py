@@ -57,8 +57,8 @@ BATTERY_NAMES = (
     "rr", "laplace", "dsr", "sw", "sw01", "exponential", "ndoe", "stream", "gcdp", "gau-dp",
     "devices", "duchi", "piecewise", "hybrid", "fleet-stream", "degree-star",
     "degree-star-edge", "degree-er", "degree-connected", "degree-star-group", "degree-clip",
-    "secagg", "secagg-split", "lpea-answer", "cadr-dsr", "stream-ledger", "stream-batch",
-    "stream-batch-laplace", "cadr-theta-count", "cadr-theta-count-dropout",
+    "secagg", "secagg-split", "secagg-dropout", "lpea-answer", "cadr-dsr", "stream-ledger",
+    "stream-batch", "stream-batch-laplace", "cadr-theta-count", "cadr-theta-count-dropout",
 )  # fmt: skip
 
 
@@ -132,11 +132,12 @@ def audit_all(
 def same_audit_as(args: list[tuple]) -> list[int]:
     """For each audit task, the index of the first task whose audit is the same run: a
     battery entry whose claim and canary do not depend on the budget
-    (``collector.audit.core.ZERO_CLAIM_ENTRIES``: ``secagg`` and ``secagg-split`` claim
-    eps = 0 whatever budget is passed, and their builders ignore it) audited at the same
-    delta, trials, gamma and seed draws the same samples and gives the same row at every
-    budget (tests/unit/test_A7_audit_all_reuse.py), so ``audit all`` runs it once and
-    copies the row (``cpu_seconds`` 0.0 in the copies). Every other task is its own."""
+    (``collector.audit.core.ZERO_CLAIM_ENTRIES``: ``secagg``, ``secagg-split`` and
+    ``secagg-dropout`` claim eps = 0 whatever budget is passed, and their builders ignore
+    it) audited at the same delta, trials, gamma and seed draws the same samples and
+    gives the same row at every budget (tests/unit/test_A7_audit_all_reuse.py), so ``audit
+    all`` runs it once and copies the row (``cpu_seconds`` 0.0 in the copies). Every other
+    task is its own."""
     from ldpfleet.collector.audit.core import ZERO_CLAIM_ENTRIES
 
     first: dict[tuple, int] = {}

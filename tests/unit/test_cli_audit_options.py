@@ -17,9 +17,11 @@ from typer.testing import CliRunner
     ("args", "line"),
     [
         (["laplace", "--eps", "nan"], "error: --eps: must be a number in [1e-12, 50], or 0 "
-         "for an audit that claims nothing leaks (secagg, secagg-split), got nan"),
+         "for an audit that claims nothing leaks (secagg, secagg-split, secagg-dropout), "
+         "got nan"),
         (["laplace", "--eps", "1e300"], "error: --eps: must be a number in [1e-12, 50], or 0 "
-         "for an audit that claims nothing leaks (secagg, secagg-split), got 1e+300"),
+         "for an audit that claims nothing leaks (secagg, secagg-split, secagg-dropout), "
+         "got 1e+300"),
         (["laplace", "--eps", "1,2"], "error: --eps: one budget per mechanism"),
         (["all", "--eps", "1,1"], "error: --eps: '1' is listed twice"),
         (["laplace", "--gamma", "nan"], "error: --gamma: must be in (0, 1), got nan"),
