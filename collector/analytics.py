@@ -31,6 +31,7 @@ from ldpfleet.collector.cpr import CprConfig, cpr_many
 from ldpfleet.collector.npz_files import NpzWriter
 from ldpfleet.collector.pools import quiet_pool, stop_pool
 from ldpfleet.collector.reconstruct import Reconstruction, reconstruct
+from ldpfleet.protocol.cadr_budget import by_device_noise
 from ldpfleet.protocol.ledger import within_budget
 from ldpfleet.protocol.mechanism_contract import mean_problem
 from ldpfleet.protocol.stream import StreamConfig
@@ -216,7 +217,8 @@ def _average_entry(devices: list[str], estimates: dict, truths: dict) -> dict:
 
 
 # the stream claim's trust in the seed (``privacy_entry``), by ``[privacy] device_noise``
-# (devices.noise_entropy); None: a split run's collector, which cannot tell
+# (devices.noise_entropy; chosen by ``protocol.cadr_budget.by_device_noise``, as the CADR
+# claim's: "os" none, None — a split run's collector, which cannot tell — the unknown one)
 SEEDED_NOISE_CAVEAT = (
     "against an observer without the run's seed: each device's noise generator is seeded "
     'from it ([privacy] device_noise = "seeded"), so whoever holds the seed can replay '
@@ -262,8 +264,12 @@ def privacy_entry(ledger: dict, config: StreamConfig, device_noise: str | None =
             f"{eps:g}-LDP over any {w} consecutive steps of each device (w-event LDP, "
             f"{config.mechanism} at eps0 = {config.eps0:g} per step), per simulated reading"
         )
-        if device_noise != "os":
-            claim += "; " + (SEEDED_NOISE_CAVEAT if device_noise else UNKNOWN_NOISE_CAVEAT)
+        claim += by_device_noise(
+            device_noise,
+            seeded="; " + SEEDED_NOISE_CAVEAT,
+            os="",
+            unknown="; " + UNKNOWN_NOISE_CAVEAT,
+        )
     return {
         "claim": claim,
         "mechanism": config.mechanism,

@@ -211,6 +211,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from ldpfleet.protocol.cadr_theta_noise import (
     bucket_count,
@@ -221,6 +222,8 @@ from ldpfleet.protocol.cadr_theta_noise import (
 from ldpfleet.protocol.errors import BudgetExhausted, LocalProtocolError, ParameterError
 from ldpfleet.protocol.ledger import BudgetAccount, PrivacyLedger
 from ldpfleet.protocol.validate import integer_at_least, positive_real
+
+T = TypeVar("T")
 
 __all__ = [
     "ACCOUNT",
@@ -239,6 +242,7 @@ __all__ = [
     "THETA_RULE_SOURCES",
     "CadrBudget",
     "ThetaPlan",
+    "by_device_noise",
     "check_run_eps",
     "check_theta_within_bound",
     "claim_device_noise",
@@ -820,8 +824,7 @@ def privacy_claim(
     the devices' noise came from ("seeded", "os"; None: not known here, a split run's
     collector side): the last row (``noise_part``) and the clip statement say it."""
     if not negotiates(method):
-        claim = _clip_claim(budget, theta_searched, degree_bound, small_fleet)
-        return restate_device_noise(claim, device_noise)
+        return _clip_claim(budget, theta_searched, degree_bound, small_fleet, device_noise)
     negotiated = method in ("ll", "lh", "ra")
     parts = [] if degree_bound is None else [_degree_bound_part(*degree_bound)]
     parts.append(_theta_part(budget, theta_searched, small_fleet))
@@ -834,10 +837,9 @@ def privacy_claim(
     if negotiated:
         parts.extend(_relay_parts())
         parts.append(_timing_part(deadline, dict(overrun or {})))
-    claim = _claim(parts, lambda charged, uncovered: _claim_statement(
+    return _claim(parts, device_noise, lambda charged, uncovered: _claim_statement(
         budget, method, charged, uncovered
     ))  # fmt: skip
-    return restate_device_noise(claim, device_noise)
 
 
 def _post_part() -> dict:
@@ -872,7 +874,8 @@ UNKNOWN_NOISE_NOTE = (
     'it (every ε above then holds only against an observer without the seed); with "os" '
     "no one can (the merged results.json says which)"
 )
-# the clip statement's last words, by device noise (``restate_device_noise``)
+# the clip statement's last words, by device noise (``_clip_statement``; a split run's merge
+# swaps them, ``restate_device_noise``)
 CLIP_NOISE_CAVEATS = {
     "seeded": " against an observer without the run's seed, which seeds the devices' noise)",
     "os": " each device's noise is drawn from its own OS entropy, which no one can replay)",
@@ -881,23 +884,40 @@ CLIP_NOISE_CAVEATS = {
 }
 
 
+def by_device_noise(device_noise: str | None, *, seeded: T, os: T, unknown: T) -> T:
+    """The wording for the devices' noise source ``device_noise``: ``os`` for "os",
+    ``unknown`` for None (a split run's collector, which cannot tell), ``seeded`` for
+    anything else — "seeded", and a "mixed" fleet (``scenarios.sides``: some shards seeded,
+    so the seeded caveat applies). The CADR claim's noise row and clip caveat and the
+    stream claim's sentence (``collector.analytics.privacy_entry``) all choose here."""
+    if device_noise == "os":
+        return os
+    if device_noise is None:
+        return unknown
+    return seeded
+
+
 def noise_part(device_noise: str | None = "seeded") -> dict:
     """The row every claim carries last: where the devices' noise came from. "seeded":
     reproducible from the seed (covered only by trust in whoever holds it); "os": the
     device's own secret (covered); None: unknown here (trust)."""
-    if device_noise == "os":
-        return _part(OWN_ENTROPY_PART, "no one (never written)", None, None, charged=False,
-                     note=OWN_ENTROPY_NOTE)  # fmt: skip
-    if device_noise is None:
-        return _part(UNKNOWN_NOISE_PART, "whoever holds the scenario, if seeded", None, None,
-                     charged=False, covered="trust", note=UNKNOWN_NOISE_NOTE)  # fmt: skip
-    return _part(SEED_PART, "whoever holds the scenario", None, None, charged=False,
-                 covered="trust", note=SEED_NOTE)  # fmt: skip
+    row = by_device_noise(
+        device_noise,
+        seeded=(SEED_PART, "whoever holds the scenario", "trust", SEED_NOTE),
+        os=(OWN_ENTROPY_PART, "no one (never written)", "yes", OWN_ENTROPY_NOTE),
+        unknown=(UNKNOWN_NOISE_PART, "whoever holds the scenario, if seeded", "trust",
+                 UNKNOWN_NOISE_NOTE),
+    )  # fmt: skip
+    part, seen_by, covered, note = row
+    return _part(part, seen_by, None, None, charged=False, covered=covered, note=note)
 
 
-def _noise_key(device_noise: str | None) -> str | None:
-    """``CLIP_NOISE_CAVEATS``' key: "os", None, or "seeded" (also for a "mixed" fleet)."""
-    return device_noise if device_noise in ("os", None) else "seeded"
+def _clip_noise_caveat(device_noise: str | None) -> str:
+    """The clip statement's last words for ``device_noise`` (``CLIP_NOISE_CAVEATS``)."""
+    caveats = CLIP_NOISE_CAVEATS
+    return by_device_noise(
+        device_noise, seeded=caveats["seeded"], os=caveats["os"], unknown=caveats[None]
+    )
 
 
 def claim_device_noise(claim: dict) -> str | None:
@@ -907,18 +927,22 @@ def claim_device_noise(claim: dict) -> str | None:
 
 
 def restate_device_noise(claim: dict, device_noise: str | None) -> dict:
-    """``claim`` (``privacy_claim``'s) with its noise row and the clip statement's caveat
-    for ``device_noise`` (a split run's merge: the collector side could not tell)."""
-    before, after = _noise_key(claim_device_noise(claim)), _noise_key(device_noise)
-    statement = claim["statement"].replace(CLIP_NOISE_CAVEATS[before], CLIP_NOISE_CAVEATS[after])
-    parts = [*claim["parts"][:-1], noise_part(after)]
+    """``claim`` (``privacy_claim``'s, read back from a results.json) with its noise row
+    and the clip statement's caveat for ``device_noise``: a split run's merge
+    (``scenarios.cadr_sides``), whose collector side built the claim with None (it could
+    not tell) and which holds the claim only, not the budget it was built from.
+    ``privacy_claim`` itself builds the claim once for its ``device_noise``."""
+    before, after = _clip_noise_caveat(claim_device_noise(claim)), _clip_noise_caveat(device_noise)
+    statement = claim["statement"].replace(before, after)
+    parts = [*claim["parts"][:-1], noise_part(device_noise)]
     return {**claim, "parts": parts, "statement": statement, "device_noise": device_noise}
 
 
-def _claim(parts: list[dict], statement) -> dict:
-    """``privacy_claim``'s dict: the parts, the ledger's total of the charged ones, the
-    parts covered by no ε and ``statement(charged, not_covered)``."""
-    parts = [*parts, noise_part("seeded")]  # restate_device_noise sets the run's
+def _claim(parts: list[dict], device_noise: str | None, statement) -> dict:
+    """``privacy_claim``'s dict: the parts with the noise row last (``noise_part``), the
+    ledger's total of the charged ones, the parts covered by no ε, ``statement(charged,
+    not_covered)`` and ``device_noise``."""
+    parts = [*parts, noise_part(device_noise)]
     charged = math.fsum(p["eps"] for p in parts if p["charged"])
     not_covered = [p["part"] for p in parts if p["covered"] == "no"]
     return {
@@ -926,6 +950,7 @@ def _claim(parts: list[dict], statement) -> dict:
         "charged_total": charged,
         "not_covered": not_covered,
         "statement": statement(charged, not_covered),
+        "device_noise": device_noise,
     }
 
 
@@ -940,6 +965,7 @@ def _clip_claim(
     theta_searched: bool,
     degree_bound: tuple[int, str] | None,
     small_fleet: bool,
+    device_noise: str | None,
 ) -> dict:
     """``privacy_claim`` of a method without negotiation ("clip"; module docstring,
     "Method clip"): the degree bound, θ, each device's DSR release of its OWN degree and
@@ -952,12 +978,17 @@ def _clip_claim(
         "collector, public", "laplace", budget.dsr, note=CLIP_DSR_NOTE,
     )  # fmt: skip
     parts.extend([dsr, _post_part()])
-    return _claim(parts, lambda charged, uncovered: _clip_statement(budget, charged, uncovered))
+    return _claim(parts, device_noise, lambda charged, uncovered: _clip_statement(
+        budget, charged, uncovered, device_noise
+    ))  # fmt: skip
 
 
-def _clip_statement(budget: CadrBudget, charged: float, not_covered: list[str]) -> str:
-    """The clip claim in one sentence: the whole view is ε-node-LDP (or, when a part is
-    not covered — the paper's exact θ search, the graph's maximum as D — what stops it)."""
+def _clip_statement(
+    budget: CadrBudget, charged: float, not_covered: list[str], device_noise: str | None
+) -> str:
+    """The clip claim in one sentence: the whole view is ε-node-LDP, ending on where the
+    devices' noise came from (``CLIP_NOISE_CAVEATS``), or, when a part is not covered —
+    the paper's exact θ search, the graph's maximum as D — what stops it."""
     head = f"every device's ledger is charged {charged:.6g} of ε = {budget.eps:g}; "
     reason = (
         "each device's messages depend only on its own list (the θ search's one-hot answer "
@@ -967,7 +998,7 @@ def _clip_statement(budget: CadrBudget, charged: float, not_covered: list[str]) 
         return (
             head + "the whole view IS ε-node-LDP: " + reason
             + f" the collector's view of a run is {charged:.6g}-node-LDP (no relay phase runs;"
-            + CLIP_NOISE_CAVEATS["seeded"]
+            + _clip_noise_caveat(device_noise)
         )  # fmt: skip
     return (
         head

@@ -19,6 +19,14 @@ cannot afford the plan or a stage) is recorded in ``refusals`` and no longer awa
 refused (``seq``, reason ``refused``). A refusal must name the ``node`` account and a CADR
 request, once per device (the same refusal again is ignored).
 
+The devices still awaited are kept as a set beside ``values`` and ``refusals`` (a device
+leaves it when its first release or refusal is taken): ``missing_count`` and
+``missing_outside`` read it without walking the fleet, so the DSR stage
+(``protocol.cadr_dsr_stage``), which asks after every release, pays for the missing
+devices only, not for every member (a 20,000-member stage with wills from devices that had
+released sorted the missing list after each of the last releases: 22.8 s of CPU for the
+machines alone, against 0.1 s).
+
 ``DsrAccepted`` events go to the pump, which persists the value and only then calls
 ``ack`` (``Ack`` on the device's inbox): an acknowledged release is never lost.
 """
@@ -26,7 +34,7 @@ request, once per device (the same refusal again is ignored).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass
 
 from ldpfleet.protocol import topics
@@ -65,15 +73,27 @@ class DsrIntake(PeerFacingMachine):
         self.values: dict[str, float] = {}
         self._seqs: dict[str, int] = {}
         self.refusals: dict[str, dict] = {}
+        # the devices neither in ``values`` nor in ``refusals`` (module docstring)
+        self._awaited: set[str] = set(self.devices)
 
     @property
     def complete(self) -> bool:
         """Every device's release is in, or the device refused to spend."""
-        return len(self.values) + len(self.refusals) == len(self.devices)
+        return not self._awaited
+
+    @property
+    def missing_count(self) -> int:
+        """How many devices' releases are not in yet (``len(missing())``, without the list)."""
+        return len(self._awaited)
 
     def missing(self) -> list[str]:
-        """Devices whose release is not in yet (refusals are not missing)."""
-        return sorted(self.devices - self.values.keys() - self.refusals.keys())
+        """Devices whose release is not in yet (refusals are not missing), sorted."""
+        return sorted(self._awaited)
+
+    def missing_outside(self, excused: Container[str]) -> str | None:
+        """A device whose release is not in yet and that is not in ``excused`` (None: every
+        missing device is): stops at the first, so it costs at most the missing devices."""
+        return next((d for d in self._awaited if d not in excused), None)
 
     def _on_refusal(self, message: BudgetRefused) -> None:
         device = message.sender
@@ -97,6 +117,7 @@ class DsrIntake(PeerFacingMachine):
             "remaining": message.remaining,
             "reason": message.reason,
         }
+        self._awaited.discard(device)
 
     def _receive(self, topic: topics.Topic, message: Message, now: float) -> None:
         self._check_upstream(topic, message)
@@ -140,6 +161,7 @@ class DsrIntake(PeerFacingMachine):
             return
         self.values[device] = value
         self._seqs[device] = message.seq
+        self._awaited.discard(device)
         self._emit(DsrAccepted(device, message.seq, value, duplicate=False))
 
     def ack(self, device: str, seq: int) -> None:

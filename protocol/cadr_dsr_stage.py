@@ -95,15 +95,14 @@ class DsrStage(Machine):
         intake = self.intake
         if intake is None:
             return False
-        if intake.complete:
-            return True
         # asked after every release: the sorted list of the missing was O(n log n) a time,
         # O(n^2 log n) a stage (a 20,000-node graph's DSR stage took 476 s); while more
-        # devices are missing than have departed, they cannot all have departed
-        outstanding = len(intake.devices) - len(intake.values) - len(intake.refusals)
-        if outstanding > len(self.departed):
+        # devices are missing than have departed, they cannot all have departed, and
+        # otherwise the intake looks for a missing device that did not depart, stopping at
+        # the first (at most the missing devices, never the whole fleet, never sorted)
+        if intake.missing_count > len(self.departed):
             return False
-        return set(intake.missing()) <= self.departed.keys()
+        return intake.missing_outside(self.departed) is None
 
     def await_releases(self, now: float, timeout: float) -> None:
         """Wait until the stage is complete, at most ``timeout`` seconds from ``now``.

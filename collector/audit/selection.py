@@ -85,16 +85,27 @@ def _candidates(sorted_pooled: np.ndarray, max_candidates: int = MAX_CANDIDATES)
     return np.concatenate([[-np.inf], values, [np.inf]])
 
 
+LOWER, UPPER = 0, 1  # the two sides of a Clopper-Pearson interval (index in _cp_tables)
+
+
+def _cp_formula(side: int, n: int, level: float, k: np.ndarray) -> np.ndarray:
+    """Clopper-Pearson bound at ``level`` for each count ``k`` of ``n`` (the formulas of
+    ``stats``): ``side`` ``LOWER`` (0 at k = 0) or ``UPPER`` (1 at k = n). ``beta.ppf``
+    works element by element, so an entry does not depend on the others asked with it."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if side == LOWER:
+            return np.where(k > 0, beta_dist.ppf(level, np.maximum(k, 1), n - k + 1), 0.0)
+        return np.where(k < n, beta_dist.ppf(1.0 - level, k + 1, np.maximum(n - k, 1)), 1.0)
+
+
 @functools.lru_cache(maxsize=64)
 def _cp_tables(n: int, level: float) -> tuple[np.ndarray, np.ndarray]:
-    """Clopper-Pearson lower and upper bounds at ``level`` for k = 0..n hits of n (the
-    formulas of ``stats``), computed once per (n, level): a selection scores many
-    candidate events on samples of one size, and the input-pair search (``input_pairs``)
-    scores hundreds of pairs, so a table lookup replaces a ``beta.ppf`` per candidate."""
+    """Clopper-Pearson lower and upper bounds at ``level`` for k = 0..n hits of n
+    (``_cp_formula``), computed once per (n, level): a selection scores many candidate
+    events on samples of one size, and the input-pair search (``input_pairs``) scores
+    hundreds of pairs, so a table lookup replaces a ``beta.ppf`` per candidate."""
     k = np.arange(n + 1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lower = np.where(k > 0, beta_dist.ppf(level, np.maximum(k, 1), n - k + 1), 0.0)
-        upper = np.where(k < n, beta_dist.ppf(1.0 - level, k + 1, np.maximum(n - k, 1)), 1.0)
+    lower, upper = _cp_formula(LOWER, n, level, k), _cp_formula(UPPER, n, level, k)
     lower.flags.writeable = upper.flags.writeable = False
     return lower, upper
 
@@ -111,32 +122,26 @@ def _cp_filled(n: int, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return np.zeros(n + 1), np.zeros(n + 1), np.zeros(n + 1, bool), np.zeros(n + 1, bool)
 
 
-def _cp_lower(n: int, level: float, k: np.ndarray) -> np.ndarray:
-    """``_cp_tables(n, level)[0][k]``, computing only the entries not known yet."""
-    lower, _, known, _ = _cp_filled(n, level)
+def _cp_on_demand(side: int, n: int, level: float, k: np.ndarray) -> np.ndarray:
+    """``_cp_tables(n, level)[side][k]``, computing only the entries not known yet."""
+    filled = _cp_filled(n, level)
+    values, known = filled[side], filled[2 + side]
     need = k[~known[k]]
     if need.size:
         need = np.unique(need)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            lower[need] = np.where(
-                need > 0, beta_dist.ppf(level, np.maximum(need, 1), n - need + 1), 0.0
-            )
+        values[need] = _cp_formula(side, n, level, need)
         known[need] = True
-    return lower[k]
+    return values[k]
+
+
+def _cp_lower(n: int, level: float, k: np.ndarray) -> np.ndarray:
+    """``_cp_tables(n, level)[0][k]`` on demand (``_cp_on_demand``)."""
+    return _cp_on_demand(LOWER, n, level, k)
 
 
 def _cp_upper(n: int, level: float, k: np.ndarray) -> np.ndarray:
-    """``_cp_tables(n, level)[1][k]``, computing only the entries not known yet."""
-    _, upper, _, known = _cp_filled(n, level)
-    need = k[~known[k]]
-    if need.size:
-        need = np.unique(need)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            upper[need] = np.where(
-                need < n, beta_dist.ppf(1.0 - level, need + 1, np.maximum(n - need, 1)), 1.0
-            )
-        known[need] = True
-    return upper[k]
+    """``_cp_tables(n, level)[1][k]`` on demand (``_cp_on_demand``)."""
+    return _cp_on_demand(UPPER, n, level, k)
 
 
 def _bounds(k_num, n_num, k_den, n_den, gamma: float, delta: float) -> np.ndarray:

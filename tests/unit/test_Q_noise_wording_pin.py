@@ -1,0 +1,40 @@
+"""A pin of the stream claim's device-noise sentence (``collector.analytics.privacy_entry``),
+written before helper Q routes it through the one seeded / os / unknown wording helper
+(``protocol.cadr_budget.by_device_noise``) that the CADR claim uses: the same entries for
+every noise value a run can state ("seeded", "os", None, a "mixed" fleet, the default),
+with a local mechanism and the central release's ("raw"), and a ledger or none."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from ldpfleet.collector.analytics import privacy_entry
+from ldpfleet.protocol.stream import StreamConfig
+
+NOISES = ("seeded", "os", None, "mixed", "default")
+LEDGERS = (
+    {},
+    {"max_window_spent": 2.0000000000000018, "devices": {"d0": {}, "d1": {}}},
+    {"collector": {"accounts": {"a": {"max_window_spent": 0.5, "eps": 1.0}}}},
+)
+# sha256 of the entries below, before the refactor (main a4dee010)
+ENTRIES_DIGEST = "74c0c2bea819a16cc9ac90bf15f576fb8c0e0d97fe96038d96c0faa1c83ac4be"
+
+
+def _entries():
+    for mechanism in ("sw", "raw"):
+        config = StreamConfig(run="r", mechanism=mechanism, eps=2.0, w=5, steps=20,
+                              batch_steps=5, lo=0.0, hi=1.0)  # fmt: skip
+        for ledger in LEDGERS:
+            for noise in NOISES:
+                args = (ledger, config) if noise == "default" else (ledger, config, noise)
+                yield [mechanism, ledger, noise], privacy_entry(*args)
+
+
+def _digest() -> str:
+    return hashlib.sha256(json.dumps(list(_entries()), ensure_ascii=False).encode()).hexdigest()
+
+
+def test_every_stream_claim_is_the_pinned_one():
+    assert _digest() == ENTRIES_DIGEST
