@@ -31,7 +31,7 @@ from ldpfleet.collector.cpr import CprConfig, cpr_many
 from ldpfleet.collector.npz_files import NpzWriter
 from ldpfleet.collector.pools import quiet_pool, stop_pool
 from ldpfleet.collector.reconstruct import Reconstruction, reconstruct
-from ldpfleet.protocol.cadr_budget import by_device_noise
+from ldpfleet.protocol.device_noise import by_device_noise
 from ldpfleet.protocol.ledger import within_budget
 from ldpfleet.protocol.mechanism_contract import mean_problem
 from ldpfleet.protocol.stream import StreamConfig
@@ -217,7 +217,7 @@ def _average_entry(devices: list[str], estimates: dict, truths: dict) -> dict:
 
 
 # the stream claim's trust in the seed (``privacy_entry``), by ``[privacy] device_noise``
-# (devices.noise_entropy; chosen by ``protocol.cadr_budget.by_device_noise``, as the CADR
+# (devices.noise_entropy; chosen by ``protocol.device_noise.by_device_noise``, as the CADR
 # claim's: "os" none, None — a split run's collector, which cannot tell — the unknown one)
 SEEDED_NOISE_CAVEAT = (
     "against an observer without the run's seed: each device's noise generator is seeded "

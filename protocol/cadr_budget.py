@@ -211,7 +211,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TypeVar
 
 from ldpfleet.protocol.cadr_theta_noise import (
     bucket_count,
@@ -219,11 +218,10 @@ from ldpfleet.protocol.cadr_theta_noise import (
     noise_parties,
     noise_sd,
 )
+from ldpfleet.protocol.device_noise import by_device_noise
 from ldpfleet.protocol.errors import BudgetExhausted, LocalProtocolError, ParameterError
 from ldpfleet.protocol.ledger import BudgetAccount, PrivacyLedger
 from ldpfleet.protocol.validate import integer_at_least, positive_real
-
-T = TypeVar("T")
 
 __all__ = [
     "ACCOUNT",
@@ -882,19 +880,6 @@ CLIP_NOISE_CAVEATS = {
     None: " against an observer without the run's seed if the devices seeded their noise "
     "from it, the fleet side's choice)",
 }
-
-
-def by_device_noise(device_noise: str | None, *, seeded: T, os: T, unknown: T) -> T:
-    """The wording for the devices' noise source ``device_noise``: ``os`` for "os",
-    ``unknown`` for None (a split run's collector, which cannot tell), ``seeded`` for
-    anything else — "seeded", and a "mixed" fleet (``scenarios.sides``: some shards seeded,
-    so the seeded caveat applies). The CADR claim's noise row and clip caveat and the
-    stream claim's sentence (``collector.analytics.privacy_entry``) all choose here."""
-    if device_noise == "os":
-        return os
-    if device_noise is None:
-        return unknown
-    return seeded
 
 
 def noise_part(device_noise: str | None = "seeded") -> dict:

@@ -1,6 +1,6 @@
 """A pin of the stream claim's device-noise sentence (``collector.analytics.privacy_entry``),
 written before helper Q routes it through the one seeded / os / unknown wording helper
-(``protocol.cadr_budget.by_device_noise``) that the CADR claim uses: the same entries for
+(``protocol.device_noise.by_device_noise``) that the CADR claim uses: the same entries for
 every noise value a run can state ("seeded", "os", None, a "mixed" fleet, the default),
 with a local mechanism and the central release's ("raw"), and a ledger or none."""
 
