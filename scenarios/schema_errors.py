@@ -32,7 +32,14 @@ class ScenarioError(ValueError):
     "none"'``, ``"<= stream.steps (200)"``, ``"finite lo < hi"``, ``"valid TOML"``). A
     scenario refused while loading (``parse_scenario``, ``load_scenario``) always has
     ``limit`` set, and ``field`` when its message starts with a key (``stream.eps: ...``);
-    other callers may leave ``limit`` None."""
+    other callers may leave ``limit`` None.
+
+    A scenario with several mistakes is refused with all of them (``scenarios.
+    schema_collect``): this error is the first found, as a scenario with that mistake
+    alone raises it, and ``errors`` holds it and the others, each a ``ScenarioError``
+    with its own ``field``, ``value`` and ``limit`` (this one first, the others in file
+    order; at most ``schema_collect.ERRORS_SHOWN``); ``omitted`` counts the refusals left
+    out of ``errors``. One mistake: ``errors == (self,)``, ``omitted == 0``."""
 
     def __init__(
         self, message: str, *, field: str | None = None, limit: str | None = None,
@@ -43,6 +50,8 @@ class ScenarioError(ValueError):
         self.field = field if field is not None else _section_key_of(message)
         self.limit = limit
         self.value = value
+        self.errors: tuple[ScenarioError, ...] = (self,)
+        self.omitted = 0
 
 
 # a message's leading key: ``stream.eps: ...``, ``source.period[1]: ...``, ``cpr: ...``
