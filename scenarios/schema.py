@@ -2,7 +2,8 @@
 
 A scenario is validated completely when it is loaded: unknown keys, wrong types and bad
 values raise ``ScenarioError`` with one sentence naming the key (``stream.eps``), the
-value and the limit. ``docs/scenarios.md`` documents every key.
+value and the limit; a scenario with several mistakes raises the first found with all of
+them in its ``errors``. ``docs/scenarios.md`` documents every key.
 
 This module loads a scenario (``parse_scenario``, ``load_scenario``) and is the public
 import path of everything about scenario files; the work is done by modules with one job
@@ -15,7 +16,10 @@ each, whose names it re-exports:
 - ``schema_loaded``: ``LoadedScenario`` (the plans built from a scenario) and
   ``resolve_data_path``;
 - ``schema_checks``, ``schema_gcdp_checks``, ``schema_cadr_checks``: the checks on load
-  beyond types and ranges (stream stage; ``[gcdp]``; CADR-LDP), with ``schema_graph``.
+  beyond types and ranges (stream stage; ``[gcdp]``; CADR-LDP), with ``schema_graph``;
+- ``schema_collect``: every refusal at once (``Refusals``: decoding again without each
+  refused key; the checks that do not read a refused key), raised as one
+  ``ScenarioError`` with ``errors``.
 """
 
 from __future__ import annotations
