@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import datetime
 import difflib
-import functools
 import re
 import tomllib
 from collections.abc import Callable
@@ -49,6 +48,7 @@ from ldpfleet.scenarios.schema_explain import (
     _path_of,
     _struct_at,
     explain_invalid,
+    parsed_toml,
 )
 from ldpfleet.scenarios.schema_sections import Scenario
 
@@ -125,12 +125,6 @@ class _Guard:
         return f"_Guard({self._guard_real!r})"
 
 
-@functools.lru_cache(maxsize=4)
-def _toml(text: str) -> dict:
-    """The TOML ``text`` parsed (read only: shared)."""
-    return tomllib.loads(text)
-
-
 class Refusals:
     """The refusals of one scenario text, as ``parse_scenario`` finds them."""
 
@@ -201,7 +195,7 @@ class Refusals:
         if error.field is None:
             return (float("inf"),)
         try:
-            node = _toml(self.text)
+            node = parsed_toml(self.text)
         except tomllib.TOMLDecodeError:
             return (float("inf"),)
         place: list[float] = []
@@ -275,7 +269,7 @@ def decode_rest(
     """Record msgspec's refusal ``first`` of ``text`` and every later one, taking each
     refused key out and decoding the rest again; the spec decoded from what is left, or
     None when nothing decodes."""
-    original = _toml(text)
+    original = parsed_toml(text)
     raw = tomllib.loads(text)  # a copy to take keys out of
     error = first
     while not found.full:

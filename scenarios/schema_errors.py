@@ -16,7 +16,13 @@ import typing
 from types import UnionType
 from typing import Annotated
 
-from ldpfleet.scenarios.schema_explain import _MISSING, _field_type, _key_parts, _raw_value
+from ldpfleet.scenarios.schema_explain import (
+    _MISSING,
+    _field_type,
+    _key_parts,
+    _raw_value,
+    parsed_toml,
+)
 from ldpfleet.scenarios.schema_sections import BOUNDS_RULE, Scenario, StreamSection
 from msgspec import Meta
 
@@ -144,7 +150,7 @@ def _name_the_field(error: ScenarioError, where: str, text: str) -> None:
         import tomllib
 
         try:
-            value = _raw_value(_key_parts(error.field), tomllib.loads(text))
+            value = _raw_value(_key_parts(error.field), parsed_toml(text))
         except (tomllib.TOMLDecodeError, TypeError):
             return
         if value is not _MISSING and not isinstance(value, dict):
