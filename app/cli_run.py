@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
-from ldpfleet.app.cli_common import _fail, _say_interrupted, console, user_errors
+from ldpfleet.app.cli_common import _fail, _say_interrupted, _state, console, user_errors
 from ldpfleet.app.cli_options import (
     BrokerOption,
     CredentialsOption,
@@ -77,7 +77,9 @@ def run(
         # fails this import, which user_errors then names (cli_common.stdlib_shadow)
         from ldpfleet.scenarios.schema import load_scenario
 
-        loaded = load_scenario(scenario).with_device_noise(device_noise)
+        with every_scenario_error():
+            loaded = load_scenario(scenario)
+        loaded = loaded.with_device_noise(device_noise)
         _warn_shadowed_file(scenario)
         credentials = _credentials(credentials_path, run_id, loaded)
         loaded.check_shard_brokers(broker, shard_broker or None)
@@ -94,6 +96,35 @@ def run(
             raise typer.Exit(130) from None
     _print_stream_run(results, out)
     _fail_unless_complete(results, loaded.spec.collector.stage_timeout)
+
+
+@contextlib.contextmanager
+def every_scenario_error():
+    """A scenario refused with several mistakes (``ScenarioError.errors``): each on its own
+    ``error:`` line, the first as a scenario with that mistake alone prints it, then
+    ``... and N more`` past the ones it lists; exit status 2. One mistake: as
+    ``user_errors`` prints it."""
+    from ldpfleet.scenarios.schema_errors import ScenarioError
+
+    try:
+        yield
+    except ScenarioError as error:
+        errors = getattr(error, "errors", (error,))
+        omitted = getattr(error, "omitted", 0)
+        if len(errors) <= 1 and not omitted:
+            raise
+        if _state["verbose"]:
+            console.print_exception()
+        from rich.markup import escape
+
+        lines = [str(each) for each in errors]
+        if omitted:
+            lines.append(f"... and {omitted} more")
+        for line in lines:  # as cli_common._refuse prints its one line
+            console.print(
+                f"[bold red]error:[/] {escape(line)}", highlight=False, soft_wrap=True, emoji=False
+            )
+        raise typer.Exit(2) from None
 
 
 def interrupted_sentence(out: Path) -> str:

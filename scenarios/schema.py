@@ -2,7 +2,8 @@
 
 A scenario is validated completely when it is loaded: unknown keys, wrong types and bad
 values raise ``ScenarioError`` with one sentence naming the key (``stream.eps``), the
-value and the limit. ``docs/scenarios.md`` documents every key.
+value and the limit; a scenario with several mistakes raises the first found with all of
+them in its ``errors``. ``docs/scenarios.md`` documents every key.
 
 This module loads a scenario (``parse_scenario``, ``load_scenario``) and is the public
 import path of everything about scenario files; the work is done by modules with one job
@@ -15,11 +16,15 @@ each, whose names it re-exports:
 - ``schema_loaded``: ``LoadedScenario`` (the plans built from a scenario) and
   ``resolve_data_path``;
 - ``schema_checks``, ``schema_gcdp_checks``, ``schema_cadr_checks``: the checks on load
-  beyond types and ranges (stream stage; ``[gcdp]``; CADR-LDP), with ``schema_graph``.
+  beyond types and ranges (stream stage; ``[gcdp]``; CADR-LDP), with ``schema_graph``;
+- ``schema_collect``: every refusal at once (``Refusals``: decoding again without each
+  refused key; the checks that do not read a refused key), raised as one
+  ``ScenarioError`` with ``errors``.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -28,15 +33,25 @@ from ldpfleet.collector.reconstruct import compatible
 from ldpfleet.devices.sources import SourceError
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.scenarios.builtin import find_scenario
-from ldpfleet.scenarios.schema_cadr_checks import _check_cadr, _check_graph_source
+from ldpfleet.scenarios.schema_cadr_checks import (
+    _check_cadr,
+    _check_cadr_sections,
+    _check_graph_source,
+)
 from ldpfleet.scenarios.schema_checks import (
     CLIP_FIELDS,
+    FAULTS_CHECKS,
     SECAGG_FIELDS,
+    _check_batch_length,
     _check_bulk,
+    _check_bulk_sections,
+    _check_bulk_source,
+    _check_bulk_stream,
     _check_collector,
     _check_cpr,
     _check_faults,
     _check_finite,
+    _check_finite_value,
     _check_full_graph,
     _check_mechanism,
     _check_plugin,
@@ -44,7 +59,9 @@ from ldpfleet.scenarios.schema_checks import (
     _check_secure_sum,
     _check_source_bounds,
     _check_stream_lengths,
+    _check_window_length,
 )
+from ldpfleet.scenarios.schema_collect import Refusals, _validation_error, decode_rest
 from ldpfleet.scenarios.schema_errors import (
     _LEADING_KEY,
     _SOURCE_RULES,
@@ -203,32 +220,94 @@ __all__ += [
 
 def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
     """Validate scenario TOML text; ``ScenarioError`` says which key is wrong and why (in
-    its message, and as ``field``, ``value`` and ``limit``: ``_name_the_field``)."""
+    its message, and as ``field``, ``value`` and ``limit``: ``_name_the_field``). A text
+    with several mistakes raises the first found with every one in its ``errors``
+    (``scenarios.schema_collect``)."""
     where = f"{path}: " if path else ""
+    found = Refusals(text if isinstance(text, str) else "", where)
     try:
-        return _parse_scenario(text, path, where)
-    except ScenarioError as error:
+        loaded = _parse_scenario(text, path, where, found)
+    except ScenarioError as error:  # a refusal nothing can be checked after (not TOML)
         _name_the_field(error, where, text if isinstance(text, str) else "")
         raise
-
-
-def _parse_scenario(text: str, path: Path | None, where: str) -> LoadedScenario:
-    """``parse_scenario``'s checks, in order (the first refusal raises)."""
-    spec = _decode(text, where)
-    _check_finite(spec, where)
-    url_problem = broker_url_problem(spec.broker.url)
-    if url_problem is not None:
-        raise ScenarioError(f"{where}broker.url: {url_problem}", limit=BROKER_URL_RULE)
-    loaded = LoadedScenario(spec, path, text)
-    if spec.cadr is not None or spec.graph is not None:
-        return _check_cadr(loaded, where)
-    _check_stream_scenario(loaded, where)
+    found.raise_any()
     return loaded
 
 
-def _decode(text: str, where: str) -> Scenario:
+def _parse_scenario(
+    text: str, path: Path | None, where: str, found: Refusals | None = None
+) -> LoadedScenario | None:
+    """``parse_scenario``'s checks, in order. With ``found`` each refusal is recorded
+    there and the checks it leaves meaningful go on (None: nothing decoded); without, the
+    first refusal raises."""
+    if found is None:
+        found = Refusals(text if isinstance(text, str) else "", where)
+        loaded = _parse_scenario(text, path, where, found)
+        found.raise_any()
+        return loaded
+    spec = _decode(text, where, found)
+    if spec is None:
+        return None
+    loaded = LoadedScenario(spec, path, text)
+    for check in _spec_checks():
+        found.run(check, loaded, where)
+    if _is_cadr(spec, found):
+        for check in (_check_cadr_sections, _check_graph_source):
+            found.run(check, loaded, where)
+        return loaded
+    found.run(lambda _loaded, _where: _check_sections(spec, found, where), loaded, where)
+    for check in _STREAM_CHECKS:
+        found.run(check, loaded, where)
+    return loaded
+
+
+def _spec_checks() -> list:
+    """The checks every scenario passes after decoding: each number finite (one check per
+    key), the broker URL."""
+    checks = [
+        functools.partial(_check_finite_key, section=section, name=name)
+        for section, struct in _section_structs()
+        for name in struct.__struct_fields__
+    ]
+    return [*checks, _check_broker_url]
+
+
+@functools.cache
+def _section_structs() -> tuple[tuple[str, type], ...]:
+    """(section, struct) of every section struct, in the order ``_check_finite`` reads."""
+    pairs = []
+    for section in Scenario.__struct_fields__:
+        for struct in _field_type(Scenario, section):
+            if isinstance(struct, type) and issubclass(struct, _Section):
+                pairs.append((section, struct))
+    return tuple(pairs)
+
+
+def _check_finite_key(loaded: LoadedScenario, where: str, *, section: str, name: str) -> None:
+    """``_check_finite`` for key ``section.name`` (when the section is of a struct that has
+    it: ``[source]``'s kinds differ)."""
+    value = getattr(loaded.spec, section)
+    if isinstance(value, _Section) and name in value.__class__.__struct_fields__:
+        _check_finite_value(section, name, getattr(value, name), where)
+
+
+def _check_broker_url(loaded: LoadedScenario, where: str) -> None:
+    url_problem = broker_url_problem(loaded.spec.broker.url)
+    if url_problem is not None:
+        raise ScenarioError(f"{where}broker.url: {url_problem}", limit=BROKER_URL_RULE)
+
+
+def _is_cadr(spec: Scenario, found: Refusals) -> bool:
+    """A CADR-LDP scenario: it has ``[graph]`` or ``[cadr]``, even one refused."""
+    refused = {_key_parts(path)[0] for path in found.refused if _key_parts(path)}
+    return spec.cadr is not None or spec.graph is not None or bool(refused & {"cadr", "graph"})
+
+
+def _decode(text: str, where: str, found: Refusals | None = None) -> Scenario | None:
     """The scenario TOML ``text`` decoded into the schema's structs: msgspec's refusal of
-    a key's type or range, or of the TOML, made a ``ScenarioError``."""
+    a key's type or range, or of the TOML, made a ``ScenarioError``. With ``found``, a
+    refusal of a key's type or range is recorded there and the rest decoded without that
+    key (``schema_collect.decode_rest``; None: nothing decodes)."""
     if not isinstance(text, str):  # a Path was "'PosixPath' object has no attribute 'encode'"
         raise ScenarioError(
             f"{where}parse_scenario takes the scenario's TOML text (a str), got "
@@ -239,11 +318,9 @@ def _decode(text: str, where: str) -> Scenario:
     try:
         spec = msgspec.toml.decode(text.encode(), type=Scenario)
     except msgspec.ValidationError as error:
-        key = _path_of(str(error))
-        reason = str(error).split(" - at")[0]
-        explained = explain_invalid(reason, key, text)
-        limit = _validation_limit(reason, explained)
-        raise ScenarioError(f"{where}{key}: {explained}", limit=limit) from None
+        if found is not None:
+            return decode_rest(error, text, where, found)
+        raise _validation_error(error, where, text) from None
     except msgspec.DecodeError as error:
         shown = _toml_error_line(str(error), text)
         raise ScenarioError(f"{where}not valid TOML: {shown}", limit="valid TOML") from None
@@ -268,53 +345,121 @@ def _toml_error_line(error: str, text: str) -> str:
 
 
 def _check_stream_scenario(loaded: LoadedScenario, where: str) -> None:
-    """The checks of a stream scenario ([fleet], [stream] and [source]), in order."""
-    spec = loaded.spec
-    missing = [name for name in ("fleet", "stream", "source") if getattr(spec, name) is None]
+    """The checks of a stream scenario ([fleet], [stream] and [source]), in order (the
+    first refusal raises)."""
+    found = Refusals(loaded.text or "", where)
+    found.run(lambda _loaded, _where: _check_sections(loaded.spec, found, where), loaded, where)
+    for check in _STREAM_CHECKS:
+        found.run(check, loaded, where)
+    found.raise_any()
+
+
+def _check_sections(spec: Scenario, found: Refusals, where: str) -> None:
+    """A stream scenario has [fleet], [stream] and [source]: the first missing is refused
+    (not one refused already, or misspelled: its own refusal says it), and every missing
+    one is marked refused, so that the checks reading it are skipped."""
+    missing = [name for name in ("fleet", "stream", "source") if found.absent(spec, name)]
+    for name in ("fleet", "stream", "source"):  # the first missing: by its refusal
+        if name not in missing[:1] and getattr(spec, name) is None:
+            found.refuse(name)
     if missing:
         raise ScenarioError(
             f"{where}{missing[0]}: a stream scenario needs [fleet], [stream] and [source] "
             "(a CADR-LDP scenario needs [graph] and [cadr] instead)",
             limit="required: [fleet], [stream] and [source]",
         )
-    _check_source_bounds(spec, where)
-    _check_mechanism(spec, where)
+
+
+def _check_stream_config(loaded: LoadedScenario, where: str) -> None:
     try:
         loaded.stream_config("check")
     except ParameterError as error:
         limit = _stream_rule(error.field)
         raise ScenarioError(f"{where}stream.{error.field}: {error.reason}", limit=limit) from None
-    _check_collector(spec.collector, where)
-    _check_cpr(spec, where)
-    if spec.faults is not None:
-        _check_faults(spec, where)
-    if spec.secure_sum is not None:
+
+
+def _check_faults_part(loaded: LoadedScenario, where: str, *, part: int) -> None:
+    """Check ``part`` of ``_check_faults`` (``FAULTS_CHECKS``), with ``[faults]``."""
+    if loaded.spec.faults is not None:
+        FAULTS_CHECKS[part](loaded.spec, where)
+
+
+def _check_secure_sum_if_any(loaded: LoadedScenario, where: str) -> None:
+    if loaded.spec.secure_sum is not None:
         _check_secure_sum(loaded, where)
-    if spec.fleet.connection == "bulk":
-        _check_bulk(loaded, where)
-    elif spec.collector.trace == "none":
+
+
+def _check_bulk_part(loaded: LoadedScenario, where: str, *, part: int) -> None:
+    """Part ``part`` of ``_check_bulk`` (its stream, its sections, its source), for
+    ``fleet.connection = "bulk"``."""
+    if loaded.spec.fleet.connection != "bulk":
+        return
+    if part == 0:
+        _check_bulk_stream(loaded, where)
+    elif part == 1:
+        _check_bulk_sections(loaded.spec, where)
+    else:
+        _check_bulk_source(loaded.spec.source, where)
+
+
+def _check_trace(loaded: LoadedScenario, where: str) -> None:
+    spec = loaded.spec
+    if spec.fleet.connection != "bulk" and spec.collector.trace == "none":
         raise ScenarioError(
             f'{where}collector.trace: "none" (no trace recorder) is only for fleet.connection '
             f'= "bulk"; every other run records its trace ("all" or "control"), got "none"',
             limit='one of "all", "control" (unless fleet.connection = "bulk")',
         )
-    if not compatible(spec.stream.reconstruct, spec.stream.mechanism):
+
+
+def _check_reconstruct(loaded: LoadedScenario, where: str) -> None:
+    stream = loaded.spec.stream
+    if not compatible(stream.reconstruct, stream.mechanism):
         raise ScenarioError(
-            f"{where}stream.reconstruct: {spec.stream.reconstruct!r} cannot reconstruct "
-            f"{spec.stream.mechanism!r} reports (cpr/sw/sw_moving/sw_filter need sw or sw01; "
+            f"{where}stream.reconstruct: {stream.reconstruct!r} cannot reconstruct "
+            f"{stream.mechanism!r} reports (cpr/sw/sw_moving/sw_filter need sw or sw01; "
             "laplace needs laplace)",
-            limit=_reconstruct_rule(spec.stream.mechanism),
+            limit=_reconstruct_rule(stream.mechanism),
         )
+
+
+def _check_source(loaded: LoadedScenario, where: str) -> None:
+    spec = loaded.spec
     try:
         loaded.source_spec()
     except SourceError as error:
         looked = _looked_in(spec.source.path, loaded.path) if "not found" in str(error) else ""
         # a DecimalMarkError carries its own limit (a NumPy file: "'.' for a NumPy file")
-        limit = getattr(error, "limit", None) or _source_rule(type(spec.source), error.field)
+        limit = getattr(error, "limit", None) or _source_rule(spec.source.__class__, error.field)
         raise ScenarioError(f"{where}{error}{looked}", limit=limit) from None
-    if spec.gcdp is not None:
+
+
+def _check_gcdp_if_any(loaded: LoadedScenario, where: str) -> None:
+    if loaded.spec.gcdp is not None:
         _check_gcdp(loaded, where)
-    _check_stream_lengths(spec.stream, where)  # after [gcdp]'s own window rule
+
+
+# the checks of a stream scenario after its sections (``_check_sections``), in order: each
+# ``(loaded, where)``, each raising its refusal (``Refusals.run`` records it and goes on)
+_STREAM_CHECKS = (
+    lambda loaded, where: _check_source_bounds(loaded.spec, where),
+    lambda loaded, where: _check_mechanism(loaded.spec, where),
+    _check_stream_config,
+    lambda loaded, where: _check_collector(loaded.spec.collector, where),
+    lambda loaded, where: _check_cpr(loaded.spec, where),
+    *(functools.partial(_check_faults_part, part=part) for part in range(len(FAULTS_CHECKS))),
+    _check_secure_sum_if_any,
+    functools.partial(_check_bulk_part, part=0),
+    functools.partial(_check_bulk_part, part=1),
+    functools.partial(_check_bulk_part, part=2),
+    _check_trace,
+    _check_reconstruct,
+    _check_source,
+    _check_gcdp_if_any,
+    # after [gcdp]'s own window rule
+    lambda loaded, where: _check_batch_length(loaded.spec.stream, where),
+    lambda loaded, where: _check_window_length(loaded.spec.stream, where),
+)
 
 
 def load_scenario(path: str | Path) -> LoadedScenario:

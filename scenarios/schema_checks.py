@@ -3,7 +3,8 @@ that involve several keys (``credit_window <= max_in_flight``, ``w <= steps``), 
 ``[secure_sum]`` session, ``[faults]``, bulk gateways, the source's bounds, and the
 mechanism (a built-in or a plugin, checked at its per-report budget). Each raises
 ``ScenarioError`` naming the key, the limit and the value; ``scenarios.schema`` calls
-them in order (the first refusal raises).
+them in order, each refusal recorded and the checks it leaves meaningful going on
+(``scenarios.schema_collect``).
 """
 
 from __future__ import annotations
@@ -102,8 +103,13 @@ def _check_collector(collector: CollectorSection, where: str) -> None:
 
 
 def _check_faults(spec: Scenario, where: str) -> None:
+    """``[faults]``: its three checks in order (the first refusal raises)."""
+    for check in FAULTS_CHECKS:
+        check(spec, where)
+
+
+def _check_never_return(spec: Scenario, where: str) -> None:
     faults = spec.faults
-    assert faults is not None and spec.fleet is not None and spec.stream is not None
     crashing = round(faults.crash_fraction * spec.fleet.devices)
     if faults.never_return > crashing:
         raise ScenarioError(
@@ -111,13 +117,21 @@ def _check_faults(spec: Scenario, where: str) -> None:
             "crashing devices (crash_fraction x fleet.devices)",
             limit=f"<= {crashing} (crash_fraction x fleet.devices)",
         )
-    low, high = faults.crash_between
+
+
+def _check_crash_between(spec: Scenario, where: str) -> None:
+    low, high = spec.faults.crash_between
     if not 0 <= low <= high <= 1:
         raise ScenarioError(
             f"{where}faults.crash_between: need 0 <= low <= high <= 1 (fractions of the "
             f"stream), got [{low:g}, {high:g}]",
             limit="0 <= low <= high <= 1",
         )
+
+
+def _check_crash_pacing(spec: Scenario, where: str) -> None:
+    faults = spec.faults
+    crashing = round(faults.crash_fraction * spec.fleet.devices)
     if crashing and spec.stream.step_seconds <= 0:
         raise ScenarioError(
             f"{where}faults.crash_fraction: crashes need a paced stream (stream.step_seconds "
@@ -126,6 +140,10 @@ def _check_faults(spec: Scenario, where: str) -> None:
             f"stream.step_seconds = {spec.stream.step_seconds:g}",
             limit="round(crash_fraction x fleet.devices) = 0 unless stream.step_seconds > 0",
         )
+
+
+# ``_check_faults``'s checks, in order (``scenarios.schema`` runs each on its own)
+FAULTS_CHECKS = (_check_never_return, _check_crash_between, _check_crash_pacing)
 
 
 def _check_finite(spec: Scenario, where: str) -> None:
@@ -137,13 +155,17 @@ def _check_finite(spec: Scenario, where: str) -> None:
         if not isinstance(value, _Section):
             continue
         for name in value.__struct_fields__:
-            number = getattr(value, name)
-            if isinstance(number, float) and not math.isfinite(number):
-                raise ScenarioError(
-                    f"{where}{section}.{name}: must be a finite number (TOML's inf and nan "
-                    f"are refused; a long deadline is a large number such as 1e6), got {number}",
-                    limit="a finite number",
-                )
+            _check_finite_value(section, name, getattr(value, name), where)
+
+
+def _check_finite_value(section: str, name: str, number: object, where: str) -> None:
+    """``_check_finite`` for the value ``number`` of key ``section.name``."""
+    if isinstance(number, float) and not math.isfinite(number):
+        raise ScenarioError(
+            f"{where}{section}.{name}: must be a finite number (TOML's inf and nan "
+            f"are refused; a long deadline is a large number such as 1e6), got {number}",
+            limit="a finite number",
+        )
 
 
 def _check_stream_lengths(stream: StreamSection, where: str) -> None:
@@ -152,6 +174,12 @@ def _check_stream_lengths(stream: StreamSection, where: str) -> None:
     window longer than the stream is legal DP but gives each report only eps / w where
     w = steps gives eps / steps with the same guarantee (every window of a stream of
     ``steps`` readings is the whole stream): a typo, refused with the value to use."""
+    _check_batch_length(stream, where)
+    _check_window_length(stream, where)
+
+
+def _check_batch_length(stream: StreamSection, where: str) -> None:
+    """``_check_stream_lengths``'s rule for ``batch_steps``."""
     steps = stream.steps
     if stream.batch_steps is not None and stream.batch_steps > steps:
         raise ScenarioError(
@@ -159,6 +187,11 @@ def _check_stream_lengths(stream: StreamSection, where: str) -> None:
             f"at most the whole stream, got {stream.batch_steps}",
             limit=f"<= stream.steps ({steps})",
         )
+
+
+def _check_window_length(stream: StreamSection, where: str) -> None:
+    """``_check_stream_lengths``'s rule for ``w``."""
+    steps = stream.steps
     if stream.w is not None and stream.w > steps:
         eps = stream.eps
         spent = (

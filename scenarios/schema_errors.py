@@ -16,7 +16,13 @@ import typing
 from types import UnionType
 from typing import Annotated
 
-from ldpfleet.scenarios.schema_explain import _MISSING, _field_type, _key_parts, _raw_value
+from ldpfleet.scenarios.schema_explain import (
+    _MISSING,
+    _field_type,
+    _key_parts,
+    _raw_value,
+    parsed_toml,
+)
 from ldpfleet.scenarios.schema_sections import BOUNDS_RULE, Scenario, StreamSection
 from msgspec import Meta
 
@@ -32,7 +38,14 @@ class ScenarioError(ValueError):
     "none"'``, ``"<= stream.steps (200)"``, ``"finite lo < hi"``, ``"valid TOML"``). A
     scenario refused while loading (``parse_scenario``, ``load_scenario``) always has
     ``limit`` set, and ``field`` when its message starts with a key (``stream.eps: ...``);
-    other callers may leave ``limit`` None."""
+    other callers may leave ``limit`` None.
+
+    A scenario with several mistakes is refused with all of them (``scenarios.
+    schema_collect``): this error is the first found, as a scenario with that mistake
+    alone raises it, and ``errors`` holds it and the others, each a ``ScenarioError``
+    with its own ``field``, ``value`` and ``limit`` (this one first, the others in file
+    order; at most ``schema_collect.ERRORS_SHOWN``); ``omitted`` counts the refusals left
+    out of ``errors``. One mistake: ``errors == (self,)``, ``omitted == 0``."""
 
     def __init__(
         self, message: str, *, field: str | None = None, limit: str | None = None,
@@ -43,6 +56,8 @@ class ScenarioError(ValueError):
         self.field = field if field is not None else _section_key_of(message)
         self.limit = limit
         self.value = value
+        self.errors: tuple[ScenarioError, ...] = (self,)
+        self.omitted = 0
 
 
 # a message's leading key: ``stream.eps: ...``, ``source.period[1]: ...``, ``cpr: ...``
@@ -135,7 +150,7 @@ def _name_the_field(error: ScenarioError, where: str, text: str) -> None:
         import tomllib
 
         try:
-            value = _raw_value(_key_parts(error.field), tomllib.loads(text))
+            value = _raw_value(_key_parts(error.field), parsed_toml(text))
         except (tomllib.TOMLDecodeError, TypeError):
             return
         if value is not _MISSING and not isinstance(value, dict):

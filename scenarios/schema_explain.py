@@ -10,6 +10,7 @@ for a mechanism name and a built-in scenario's name live here too.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import re
 import typing
@@ -95,7 +96,7 @@ def explain_invalid(message: str, key: str, toml_text: str) -> str:
     import tomllib
 
     try:
-        raw = tomllib.loads(toml_text)
+        raw = parsed_toml(toml_text)
     except tomllib.TOMLDecodeError:  # msgspec parsed it: not expected
         raw = {}
     parts = [part for part in re.split(r"\.|\[\d+\]", key) if part]
@@ -149,6 +150,15 @@ def explain_invalid(message: str, key: str, toml_text: str) -> str:
 
 
 _MISSING = object()
+
+
+@functools.lru_cache(maxsize=4)
+def parsed_toml(text: str) -> dict:
+    """The scenario TOML ``text`` parsed, shared by the refusals of one text (read only:
+    a scenario with many mistakes parsed it again for each)."""
+    import tomllib
+
+    return tomllib.loads(text)
 
 
 def _key_parts(key: str) -> list[str | int]:
