@@ -71,6 +71,7 @@ from ldpfleet.app.cli_run import (
     _kept_row,
     _stage_deadline_failed,
     _theta_line,
+    check_command,
     run,
     scenario_reference_command,
     scenarios_command,
@@ -173,6 +174,7 @@ def _global(
 # in the order of the listings (``ldpfleet --help``, ``ldpfleet trace --help`` ...)
 app.command("scenarios")(scenarios_command)
 app.command()(run)
+app.command("check")(check_command)
 app.command("watch")(watch_command)
 app.command("scenario-reference")(scenario_reference_command)
 app.command("report")(report_command)

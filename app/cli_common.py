@@ -52,7 +52,14 @@ def user_errors():
     except user_error_types() as error:
         if _state["verbose"]:
             console.print_exception()
-        _refuse(str(error))
+        # a scenario refused with several mistakes (ScenarioError.errors): one line each,
+        # then "... and N more" past the ones it lists (scenarios/schema_collect.py)
+        errors = getattr(error, "errors", None) or (error,)
+        omitted = getattr(error, "omitted", 0)
+        lines = [str(each) for each in errors] + ([f"... and {omitted} more"] if omitted else [])
+        for line in lines[:-1]:
+            _say_error(line)
+        _refuse(lines[-1])
     except KeyboardInterrupt:
         _say_interrupted("interrupted")
         raise typer.Exit(130) from None
@@ -64,15 +71,20 @@ def user_errors():
 
 
 def _refuse(sentence: str) -> NoReturn:
-    """``error: sentence`` and exit status 2 (a user error). Escaped: a message naming a
-    section ([stream]) is not rich markup; no emoji codes: a value such as 'data.csv:v:'
-    or 'nope:smile:' printed as 'data.csv✌', 'nope😄'."""
+    """``error: sentence`` and exit status 2 (a user error)."""
+    _say_error(sentence)
+    raise typer.Exit(2) from None
+
+
+def _say_error(sentence: str) -> None:
+    """``error: sentence``. Escaped: a message naming a section ([stream]) is not rich
+    markup; no emoji codes: a value such as 'data.csv:v:' or 'nope:smile:' printed as
+    'data.csv✌', 'nope😄'."""
     from rich.markup import escape
 
     console.print(
         f"[bold red]error:[/] {escape(sentence)}", highlight=False, soft_wrap=True, emoji=False
     )
-    raise typer.Exit(2) from None
 
 
 def stdlib_shadow() -> str | None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
-from ldpfleet.app.cli_common import _fail, _say_interrupted, _state, console, user_errors
+from ldpfleet.app.cli_common import _fail, _say_interrupted, console, user_errors
 from ldpfleet.app.cli_options import (
     BrokerOption,
     CredentialsOption,
@@ -77,8 +77,7 @@ def run(
         # fails this import, which user_errors then names (cli_common.stdlib_shadow)
         from ldpfleet.scenarios.schema import load_scenario
 
-        with every_scenario_error():
-            loaded = load_scenario(scenario)
+        loaded = load_scenario(scenario)  # every mistake on its own line (user_errors)
         loaded = loaded.with_device_noise(device_noise)
         _warn_shadowed_file(scenario)
         credentials = _credentials(credentials_path, run_id, loaded)
@@ -96,35 +95,6 @@ def run(
             raise typer.Exit(130) from None
     _print_stream_run(results, out)
     _fail_unless_complete(results, loaded.spec.collector.stage_timeout)
-
-
-@contextlib.contextmanager
-def every_scenario_error():
-    """A scenario refused with several mistakes (``ScenarioError.errors``): each on its own
-    ``error:`` line, the first as a scenario with that mistake alone prints it, then
-    ``... and N more`` past the ones it lists; exit status 2. One mistake: as
-    ``user_errors`` prints it."""
-    from ldpfleet.scenarios.schema_errors import ScenarioError
-
-    try:
-        yield
-    except ScenarioError as error:
-        errors = getattr(error, "errors", (error,))
-        omitted = getattr(error, "omitted", 0)
-        if len(errors) <= 1 and not omitted:
-            raise
-        if _state["verbose"]:
-            console.print_exception()
-        from rich.markup import escape
-
-        lines = [str(each) for each in errors]
-        if omitted:
-            lines.append(f"... and {omitted} more")
-        for line in lines:  # as cli_common._refuse prints its one line
-            console.print(
-                f"[bold red]error:[/] {escape(line)}", highlight=False, soft_wrap=True, emoji=False
-            )
-        raise typer.Exit(2) from None
 
 
 def interrupted_sentence(out: Path) -> str:
@@ -491,6 +461,22 @@ def _fail_stopped_run(error: Exception) -> NoReturn:
     if _state["verbose"]:
         console.print_exception()
     _fail(f"{type(error).__name__}: {error} ({part}; --verbose shows where)", "error")
+
+
+def check_command(
+    scenario: Annotated[
+        Path,
+        typer.Argument(help="Scenario file or built-in name (ldpfleet scenarios lists them)"),
+    ],
+) -> None:
+    """Check a scenario without running it: every refusal on its own line (exit 2), or
+    one line saying it loads."""
+    with user_errors():
+        from ldpfleet.scenarios.schema import load_scenario
+
+        loaded = load_scenario(scenario)
+    kind = "CADR-LDP" if loaded.spec.cadr is not None else "stream"
+    print(f"ok: {scenario} loads ({kind} scenario {loaded.name!r})")
 
 
 def scenario_reference_command() -> None:

@@ -240,3 +240,27 @@ def test_cli_says_how_many_more(tmp_path):
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
     assert len(lines) == ERRORS_SHOWN + 1 and lines[-1] == "error: ... and 3 more"
+
+
+@pytest.mark.parametrize("command", ["check", "fleet", "collector"])
+def test_every_command_that_loads_a_scenario_prints_every_refusal(tmp_path, command):
+    """``ldpfleet check`` (load only), ``fleet`` and ``collector`` print the same lines as
+    ``run`` (the printing lives in cli_common.user_errors, not in one command)."""
+    path = tmp_path / "bad.toml"
+    path.write_text(toml({"fleet.devices": "-3", "stream.eps": "-1.0"}, {"scenario.bogus": "1"}))
+    # the fleet and collector sides need a broker and a run id; the scenario is refused
+    # before either is used (port 1: nothing listens, nothing is connected to)
+    sides = ["--broker", "mqtt://127.0.0.1:1", "--run", "r1"] if command != "check" else []
+    result = CliRunner().invoke(app, [command, str(path), *sides])
+    assert result.exit_code == 2, result.output
+    fields = [line.split(": ")[2] for line in result.output.strip().splitlines()]
+    assert fields == ["scenario.bogus", "fleet.devices", "stream.eps"]
+
+
+def test_check_says_a_good_scenario_loads_and_runs_nothing(tmp_path):
+    path = tmp_path / "good.toml"
+    path.write_text(toml())
+    result = CliRunner().invoke(app, ["check", str(path)])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == f"ok: {path} loads (stream scenario 'e')"
+    assert list(tmp_path.iterdir()) == [path]  # no run folder, no store
