@@ -42,7 +42,7 @@ unit lies in one window). The public calibration is built so that node 0 takes a
 whole budget and its scale is its certificate: node 0's series IS the room's label, in
 blocks of whole windows (mu_0 = 1), nodes 1 and 2 have window means uncorrelated with the
 label and with node 0 (mu = 0, no calibration edge, so r_bar = 0 and s_k = max(B_k, xi_k)
-= B_k). Algorithm 3 then gives eps_0 = (1 - 2/300) eps_rel (the Table 5 floor eps_rel/300
+= B_k). Algorithm 3 then gives eps_0 = 0.9933 eps_rel (the Table 5 floor eps_rel/300
 to each other node), and the unit's true loss is eps_0 B_0 / (B_0 + g) with the grid
 g = 2**-20: eps_LB can come within a few percent of the claim. (The entry's former direct
 ``gc_dp`` call on hand-set theta gave coordinate 0 only 0.616 eps_rel.)
