@@ -71,7 +71,7 @@ def test_scores_of_a_run():
     assert node0_scores([[0.1, 0, 0], [0.25, 0, 0]], shift)[1] == 2.0  # two top events
 
 
-def test_the_correct_fleet_path_passes_with_power_above_the_old_entrys_ceiling():
+def test_the_correct_fleet_path_passes():
     # gamma = 1e-6: a correct release is reported as a violation with probability <= 1e-6
     # (the audit's Clopper-Pearson guarantee), so this test fails falsely at most that often.
     result = run_audit("gcdp", 1.0, gamma=1e-6, seed=SEED)
