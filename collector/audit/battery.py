@@ -29,7 +29,8 @@ a median eps_LB >= 0.9 eps):
   ``calibrate_fleet`` on a public calibration array, one ``GcdpReleaser`` run per trial
   (its ledger account, ``release_rng``), 3 nodes' readings of one window of w = 10 filed as
   batches; all 0 vs one reading of node 0 at 1 (the declared adjacency); output what goes
-  on ``rel/gcdp``, witness the released coordinate 0.
+  on ``rel/gcdp``; witnesses node 0's Laplace likelihood ratio over its releases and its
+  released value on a grid of B_0 / 2.
 * ``gau-dp`` — the analytic Gaussian baseline, (eps, delta): one coordinate moved by the
   l2 certificate.
 * ``devices`` — two devices of one fleet with their per-device generators: catches
