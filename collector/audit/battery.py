@@ -25,9 +25,12 @@ a median eps_LB >= 0.9 eps):
   eps is the budget of any w consecutive steps; per-step eps/w and the device ledger as
   built): readings all 0 vs all 1; witnesses the number of reports inside 0's SW window
   and the mean report (a refused step counts as a report of -1).
-* ``gcdp`` — the GC-DP central release (Algorithm 3 + 4) of d = 3 window means of w = 10
-  readings in [0, 1] under the declared adjacency (one reading changes): all 0 vs one
-  reading of channel 0 at 1; witness the released coordinate 0.
+* ``gcdp`` — the GC-DP central release as the fleet runs it (``gcdp_canary``): theta from
+  ``calibrate_fleet`` on a public calibration array, one ``GcdpReleaser`` run per trial
+  (its ledger account, ``release_rng``), 3 nodes' readings of one window of w = 10 filed as
+  batches; all 0 vs one reading of node 0 at 1 (the declared adjacency); output what goes
+  on ``rel/gcdp``; witnesses node 0's Laplace likelihood ratio over its releases and its
+  released value on a grid of B_0 / 2.
 * ``gau-dp`` — the analytic Gaussian baseline, (eps, delta): one coordinate moved by the
   l2 certificate.
 * ``devices`` — two devices of one fleet with their per-device generators: catches
@@ -260,49 +263,11 @@ def _stream(eps: float, delta: float) -> AuditSpec:
     return AuditSpec("stream", canary, witnesses, eps, trials=4000, extra={"w": STREAM_W})
 
 
-GCDP_WINDOW = 10
-
-
 def _gcdp(eps: float, delta: float) -> AuditSpec:
-    from ldpfleet.collector.gcdp import gc_dp, mean_bound
+    """GC-DP through the fleet's release path (``collector/audit/gcdp_canary.py``)."""
+    from ldpfleet.collector.audit.gcdp_canary import gcdp_spec
 
-    d = 3
-    bounds = np.full(d, mean_bound(0.0, 1.0, GCDP_WINDOW))
-    utility, exposure = np.array([0.9, 0.5, 0.2]), np.array([0.0, 0.5, 1.0])
-    base = np.zeros(d)
-    moved = base.copy()
-    moved[0] = 1.0 / GCDP_WINDOW  # one reading of channel 0 goes from 0 to 1
-
-    def sampler(values):
-        def run(rng, n):
-            return np.array(
-                [
-                    gc_dp(
-                        values,
-                        bounds=bounds,
-                        scales=bounds,
-                        utility=utility,
-                        exposure_norm=exposure,
-                        eps_rel=eps,
-                        low=0.0,
-                        high=1.0,
-                        rng=rng,
-                    )
-                    for _ in range(n)
-                ]
-            )
-
-        return run
-
-    canary = Canary("window means: one reading of channel 0, 0 vs 1", sampler(base), sampler(moved))
-    return AuditSpec(
-        "gcdp",
-        canary,
-        {"coordinate 0": lambda y: np.asarray(y)[:, 0]},
-        eps,
-        trials=6000,
-        notes="eps_LB is bounded by coordinate 0's share eps_0",
-    )
+    return gcdp_spec(eps, delta)
 
 
 def _gau_dp(eps: float, delta: float) -> AuditSpec:

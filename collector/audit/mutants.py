@@ -242,16 +242,37 @@ def _built_with_double_eps(module: str, cls: str) -> Callable[[Patcher], None]:
 
 
 def _gcdp_double(p: Patcher) -> None:
-    from ldpfleet.collector.gcdp import baselines
+    """The fleet's release (``collector.gcdp.windows.laplace_draw``, what the collector's
+    ``GcdpReleaser`` draws with) runs Algorithm 4 with every budget and eps_rel doubled."""
+    from ldpfleet.collector.gcdp import windows
 
-    real = baselines.laplace_release
+    real = windows.laplace_release
 
     def broken(values, **kw):
         kw["budgets"] = 2.0 * np.asarray(kw["budgets"], dtype=float)
         kw["eps_rel"] = 2.0 * kw["eps_rel"]
         return real(values, **kw)
 
-    p.setattr(baselines, "laplace_release", broken)
+    p.setattr(windows, "laplace_release", broken)
+
+
+def _gcdp_window_redrawn(p: Patcher) -> None:
+    """The release machine publishes each window a second time with a FRESH draw after its
+    one ledger charge (a resend that redraws the noise instead of resending the bytes): an
+    observer averages the two copies."""
+    import msgspec
+    from ldpfleet.protocol import gcdp_release
+
+    real = gcdp_release.GcdpReleaseMachine._release
+
+    def broken(self, k: int) -> None:
+        real(self, k)
+        if self.released and self.released[-1] == k:
+            first, released = self._outbound[-1], self._events[-1]
+            again = self._draw(released.means, self.theta, self._rng)
+            self._send(first.topic, msgspec.structs.replace(first.message, values=again.tolist()))
+
+    p.setattr(gcdp_release.GcdpReleaseMachine, "_release", broken)
 
 
 def _gau_double(p: Patcher) -> None:
@@ -628,8 +649,13 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("hybrid eps off by 2x", "built with 2 eps",
            _built_with_double_eps("hybrid", "HybridMechanism"),
            (("hybrid", 1.0),), (_U + "test_comparison_mechanisms.py",)),
-    Mutant("gcdp eps off by 2x", "every coordinate's budget and eps_rel doubled", _gcdp_double,
-           (("gcdp", 1.0),), (_U + "test_gcdp_release.py",)),
+    Mutant("gcdp eps off by 2x",
+           "the fleet's release draw: every coordinate's budget and eps_rel doubled",
+           _gcdp_double, (("gcdp", 1.0),), (_U + "test_gcdp_fleet.py",)),
+    Mutant("gcdp window published twice",
+           "GcdpReleaseMachine sends each window again with a fresh draw, one ledger charge",
+           _gcdp_window_redrawn, (("gcdp", 1.0),),
+           (_U + "test_gcdp_release_protocol.py", _U + "test_gcdp_fleet.py")),
     Mutant("gau-dp eps off by 2x", "sigma of the Gaussian for 2 eps", _gau_double,
            (("gau-dp", 1.0),), (_U + "test_gcdp_gaussian.py", _U + "test_gcdp_release.py")),
     Mutant("secagg device leaks its input", "dev00 sends encode(x) + PRG(b_u), no pairwise masks",
