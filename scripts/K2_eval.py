@@ -3,7 +3,9 @@
 default block, the per-cell binomial criterion, the gated streams' CPU). One
 ``detect_period`` run per stream gives the answer with the gate (``est.period``) and without
 it (a withdrawn claim abstains with ``candidate`` the claim and ``permutation_p`` above
-``PERMUTATION_ALPHA``); ``permutation_p`` is set on every stream the gate checked.
+``PERMUTATION_ALPHA``); ``permutation_p`` is set on every stream the gate checked. Step 11
+v2 FAILED its registration (criterion (d)) and is not in the tree: apply
+docs/preregistration/K2-quiet-permutation.diff first (without it both answers agree).
 
     python scripts/K2_eval.py quiet --out /tmp/K2-quiet.jsonl [--trials 500] [--offset 120000]
     python scripts/K2_eval.py grid --out /tmp/K2-grid.jsonl [--trials 40] [--first 0]
