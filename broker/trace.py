@@ -365,6 +365,15 @@ def stats(db: sqlite3.Connection, selection: TraceFilter = TraceFilter()) -> dic
     }
 
 
+def _report_value(value: float) -> str:
+    """One report value for ``summarize``: three decimals at ordinary sizes, four
+    significant digits below 0.1 (a plugin reporting on [0, 1e-6] was shown as ``[-0.000,
+    0.000]``, every report seemingly zero; helper U3) and from 1e15 up."""
+    if value == 0 or 0.1 <= abs(value) < 1e15:
+        return f"{value:.3f}"
+    return f"{value:.4g}"
+
+
 def summarize(row: TraceRow) -> str:
     """A short human description of a message's content."""
     try:
@@ -373,7 +382,7 @@ def summarize(row: TraceRow) -> str:
         preview = row.payload[:60].decode("utf-8", "replace")
         return f"INVALID ({error.field}: {error.reason[:80]}) {preview!r}"
     if isinstance(message, SwReport):
-        shown = ", ".join(f"{v:.3f}" for v in message.values[:4])
+        shown = ", ".join(_report_value(v) for v in message.values[:4])
         more = ", ..." if len(message.values) > 4 else ""
         return (
             f"seq={message.seq} t0={message.t0} {message.mechanism} eps0={message.eps0:g} "

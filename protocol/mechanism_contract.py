@@ -493,9 +493,10 @@ def checked_reports(x: np.ndarray, y: object, name: str) -> np.ndarray:
 
     The ONE check of a ``perturb`` result (the load-time sample, every device call, the
     bench and the audit): it must be a ``numpy.ndarray`` of real numbers (integer or
-    floating dtype, converted to float64); a list, a tuple, a scalar, booleans, complex
-    numbers or objects are refused rather than converted, so what the collector receives
-    is what the plugin's author wrote."""
+    floating dtype, converted to float64; an integer float64 cannot hold exactly, beyond
+    ±2^53, is refused rather than rounded: ``_check_integers_exact``); a list, a tuple, a
+    scalar, booleans, complex numbers or objects are refused rather than converted, so
+    what the collector receives is what the plugin's author wrote."""
     if isinstance(y, np.ma.MaskedArray):  # isfinite skips masked entries: NaN passed
         raise _fail(
             name,
@@ -528,7 +529,38 @@ def checked_reports(x: np.ndarray, y: object, name: str) -> np.ndarray:
             f"perturb returned non-finite reports{_first_bad(y)}",
             rule="perturb returns finite reports",
         )
-    return y.astype(float, copy=False)
+    out = y.astype(float, copy=False)
+    if y.dtype.kind in "iu" and y.dtype.itemsize > 4:
+        _check_integers_exact(y, out, name)
+    return out
+
+
+# integers of magnitude up to 2^53 are exact in float64; above, only some are
+_EXACT_INT = 2**53
+
+
+def _check_integers_exact(y: np.ndarray, out: np.ndarray, name: str) -> None:
+    """One sentence if an integer report has no float64 of its own: the wire carries
+    float64, so 2^60 + 1 would arrive as 2^60 (a bitmask of 60 levels packed in an int64
+    lost its low bits silently, and ``estimate_mean`` read other reports than the device
+    sent; helper U3). ``out`` is ``y`` as float64."""
+    big = np.flatnonzero((np.abs(out) >= _EXACT_INT).ravel())  # 2^53 + 1 rounds to 2^53
+    if not big.size:
+        return
+    wide = y.ravel()[big].tolist()  # Python ints: exact
+    floats = out.ravel()[big].tolist()
+    lossy = [i for i, a, b in zip(big.tolist(), wide, floats, strict=True) if int(b) != a]
+    if lossy:
+        i = lossy[0]
+        sent = int(y.ravel()[i])
+        raise _fail(
+            name,
+            f"perturb returned integer reports that float64, what the wire carries, cannot "
+            f"hold exactly (report {i} is {sent}, it would arrive as {int(out.ravel()[i])}; "
+            f"{len(lossy)} of {y.size} are not exact): integer reports must be exact in "
+            f"float64, e.g. within ±2^53 = ±{_EXACT_INT} (pack fewer bits per report)",
+            rule="integer reports exact in float64 (every integer within ±2^53 is)",
+        )
 
 
 def mean_problem(value: object) -> str | None:
