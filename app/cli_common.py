@@ -54,8 +54,11 @@ def user_errors():
             console.print_exception()
         # a scenario refused with several mistakes (ScenarioError.errors): one line each,
         # then "... and N more" past the ones it lists (scenarios/schema_collect.py)
-        errors = getattr(error, "errors", None) or (error,)
-        omitted = getattr(error, "omitted", 0)
+        from ldpfleet.scenarios.schema_errors import ScenarioError
+
+        several = isinstance(error, ScenarioError)  # the one user error that lists others
+        errors = (error.errors or (error,)) if several else (error,)
+        omitted = error.omitted if several else 0
         lines = [str(each) for each in errors] + ([f"... and {omitted} more"] if omitted else [])
         for line in lines[:-1]:
             _say_error(line)

@@ -54,6 +54,7 @@ from ldpfleet.scenarios.schema_checks import (
     _check_finite_value,
     _check_full_graph,
     _check_mechanism,
+    _check_mechanism_name,
     _check_plugin,
     _check_secagg_session,
     _check_secure_sum,
@@ -61,7 +62,13 @@ from ldpfleet.scenarios.schema_checks import (
     _check_stream_lengths,
     _check_window_length,
 )
-from ldpfleet.scenarios.schema_collect import Refusals, _validation_error, decode_rest
+from ldpfleet.scenarios.schema_collect import (
+    Refusals,
+    _Blocked,
+    _validation_error,
+    decode_rest,
+    refused_already,
+)
 from ldpfleet.scenarios.schema_errors import (
     _LEADING_KEY,
     _SOURCE_RULES,
@@ -370,6 +377,19 @@ def _check_sections(spec: Scenario, found: Refusals, where: str) -> None:
         )
 
 
+def _check_mechanism_step(loaded: LoadedScenario, where: str) -> None:
+    """``_check_mechanism``; once a refusal is recorded, a plugin is checked by its name and
+    budget only, its module not imported: user code runs only for a scenario nothing was
+    refused in before this check (as when the first refusal stopped the load). With
+    ``stream.eps`` or ``stream.w`` refused, the mechanism's name is still checked
+    (``_check_mechanism_name``): it does not depend on them."""
+    try:
+        _check_mechanism(loaded.spec, where, resolve=not refused_already(loaded))
+    except _Blocked:
+        _check_mechanism_name(loaded.spec.stream.mechanism, where)
+        raise
+
+
 def _check_stream_config(loaded: LoadedScenario, where: str) -> None:
     try:
         loaded.stream_config("check")
@@ -443,7 +463,7 @@ def _check_gcdp_if_any(loaded: LoadedScenario, where: str) -> None:
 # ``(loaded, where)``, each raising its refusal (``Refusals.run`` records it and goes on)
 _STREAM_CHECKS = (
     lambda loaded, where: _check_source_bounds(loaded.spec, where),
-    lambda loaded, where: _check_mechanism(loaded.spec, where),
+    _check_mechanism_step,
     _check_stream_config,
     lambda loaded, where: _check_collector(loaded.spec.collector, where),
     lambda loaded, where: _check_cpr(loaded.spec, where),

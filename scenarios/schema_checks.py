@@ -15,7 +15,11 @@ import math
 from ldpfleet.protocol.bulk import BULK_MECHANISMS, MAX_BULK_W
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.mechanism_contract import EPS_MIN
-from ldpfleet.protocol.mechanisms import check_mechanism_name
+from ldpfleet.protocol.mechanisms import (
+    BUILTIN_MECHANISMS,
+    check_mechanism_name,
+    is_entry_point,
+)
 from ldpfleet.protocol.secagg import graph as graphs
 from ldpfleet.protocol.secagg.messages import MAX_PARTICIPANTS
 from ldpfleet.protocol.secagg.server import SecAggServer
@@ -341,9 +345,11 @@ def _check_source_bounds(spec: Scenario, where: str) -> None:
         )
 
 
-def _check_mechanism(spec: Scenario, where: str) -> None:
+def _check_mechanism(spec: Scenario, where: str, *, resolve: bool = True) -> None:
     """``raw`` (central model) needs ``[gcdp]`` and takes no LDP options; the LDP
-    mechanisms need ``eps`` and ``w``."""
+    mechanisms need ``eps`` and ``w``. ``resolve=False`` (the scenario is refused
+    already): a plugin is checked by its name and budget only, its module not imported
+    (``_check_plugin``)."""
     stream = spec.stream
     if stream.mechanism != RAW:
         for name in ("eps", "w"):
@@ -352,7 +358,7 @@ def _check_mechanism(spec: Scenario, where: str) -> None:
                     f"{where}stream.{name}: required for mechanism {stream.mechanism!r}",
                     limit=f"required for mechanism {json.dumps(stream.mechanism)}",
                 )
-        _check_plugin(stream.mechanism, stream.eps, stream.w, where)
+        _check_plugin(stream.mechanism, stream.eps, stream.w, where, resolve=resolve)
         if spec.gcdp is not None:
             raise ScenarioError(
                 f"{where}stream.mechanism: [gcdp] is a central release from readings sent in "
@@ -381,11 +387,41 @@ def _check_mechanism(spec: Scenario, where: str) -> None:
         )
 
 
-def _check_plugin(name: str, eps: float, w: int, where: str) -> None:
+def _check_mechanism_name(name: str, where: str) -> None:
+    """The mechanism's name alone, for a scenario whose ``stream.eps`` or ``stream.w`` was
+    refused (``_check_mechanism`` cannot check it at its budget): well formed, and a bare
+    name a built-in or an installed entry point (what ``_check_plugin`` refuses of a name,
+    worded the same; nothing is imported)."""
+    from ldpfleet.protocol.mechanisms import mechanism_factory
+
+    if name == RAW:
+        return
+    try:
+        check_mechanism_name(name)
+    except ParameterError as error:
+        raise ScenarioError(
+            f"{where}stream.mechanism: {error.reason}", limit=_mechanism_name_rule()
+        ) from None
+    if name in BUILTIN_MECHANISMS or ":" in name or is_entry_point(name):
+        return
+    try:
+        mechanism_factory(name)
+    except ParameterError as error:
+        raise ScenarioError(
+            f"{where}stream.mechanism: {error.reason}{_near_miss(name)}",
+            limit=_mechanism_name_rule(),
+        ) from None
+
+
+def _check_plugin(name: str, eps: float, w: int, where: str, *, resolve: bool = True) -> None:
     """The mechanism resolves, takes the per-report budget eps0 = eps / w and passes the
     contract's sample check (``protocol.mechanism_contract``). A constructor refusing eps0
     is told where that number comes from (the user wrote eps, not eps0), and so is a
-    mechanism failing its sample check there (``eps = 1e-20``: the estimate overflowed)."""
+    mechanism failing its sample check there (``eps = 1e-20``: the estimate overflowed).
+    ``resolve=False``: a plugin (an import path or an installed entry point) stops after
+    its name and budget (a scenario refused already imports no plugin: no user code runs
+    for it, as when the first refusal stopped the load); an unknown bare name, which
+    imports nothing, is still refused."""
     import warnings
 
     from ldpfleet.protocol.mechanisms import UnresolvedMechanism
@@ -405,6 +441,8 @@ def _check_plugin(name: str, eps: float, w: int, where: str) -> None:
             f"stream.eps >= {EPS_MIN * w:g} at w = {w}, got {eps!r}",
             limit=f">= {EPS_MIN * w:g} (stream.eps / stream.w >= {EPS_MIN:g})",
         )
+    if not resolve and name not in BUILTIN_MECHANISMS and (":" in name or is_entry_point(name)):
+        return
     try:
         with warnings.catch_warnings():  # the check's verdict says it: no numpy warnings
             warnings.simplefilter("ignore", RuntimeWarning)

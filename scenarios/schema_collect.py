@@ -125,6 +125,12 @@ class _Guard:
         return f"_Guard({self._guard_real!r})"
 
 
+def refused_already(loaded) -> bool:
+    """Whether a refusal was recorded before the check reading ``loaded`` (``Refusals.view``
+    hands the checks the spec through ``_Guard`` from the first refusal on)."""
+    return type(loaded.spec) is _Guard
+
+
 class Refusals:
     """The refusals of one scenario text, as ``parse_scenario`` finds them."""
 

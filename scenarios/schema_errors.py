@@ -10,6 +10,7 @@ mechanism names).
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import typing
@@ -154,7 +155,9 @@ def _name_the_field(error: ScenarioError, where: str, text: str) -> None:
         except (tomllib.TOMLDecodeError, TypeError):
             return
         if value is not _MISSING and not isinstance(value, dict):
-            error.value = value
+            # the caller's own copy: a list lives in ``parsed_toml``'s cache, which the
+            # next load of the same text reads
+            error.value = copy.deepcopy(value)
 
 
 def _mechanism_name_rule() -> str:
