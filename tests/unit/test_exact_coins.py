@@ -78,12 +78,20 @@ def _lie_bits(whole: int) -> int:
 
 class _PoolGenerator:
     """A stub for ``samplers._Bits``: ``integers(0, 2**63, size, dtype)`` hands out the
-    given bit string as 63-bit words, then zeros."""
+    given bit string as 63-bit words, then zeros — at most ``ZERO_WORDS_LEFT`` words past
+    the string: a sampler that never stops on the script (a planted bug: helper T's EX1,
+    the exponential mechanism's rate doubled, looped here for 7 minutes) fails instead of
+    hanging the suite."""
+
+    ZERO_WORDS_LEFT = 100_000  # every scripted test here stops within a few words
 
     def __init__(self, pool: int) -> None:
         self.pool = pool
+        self.words_left = pool.bit_length() // 63 + 1 + self.ZERO_WORDS_LEFT
 
     def integers(self, low, high, size=None, dtype=np.int64):
+        self.words_left -= size
+        assert self.words_left >= 0, "the scripted bit pool ran out: the sampler did not stop"
         words = [(self.pool >> (63 * i)) & (2**63 - 1) for i in range(size)]
         self.pool >>= 63 * size
         return np.array(words, dtype=np.int64)
