@@ -21,7 +21,11 @@ that the trials cannot find a violation, and how many would.
 
 Progress: ``audit all`` and ``audit mutants`` print ``audit i of m: NAME (eps E)`` lines on
 stderr when stderr is a terminal (``--progress`` forces them, ``--quiet`` silences them);
-stdout stays the JSON (or the table).
+stdout stays the JSON (or the table). ``audit MECH`` of a user mechanism adds, on the same
+condition, a line at most every 5 s within the audit (phase: input search, selection,
+evaluation, replay; perturb calls done of the total; elapsed) and, when its first second
+of calls shows the audit will take more than 30 s, the estimate (``about 5 min at 10 ms
+per perturb call; --trials N to shorten``): ``app.progress.PhaseLines``.
 
 ``ldpfleet audit mutants [--no-tests] [--only NAME]... [--markdown]`` is the mutation run
 (``collector.audit.mutants``): every planted bug, audited with the bug planted in-process
@@ -290,6 +294,15 @@ def stderr_progress(index: int, total: int, label: str) -> None:
     print(f"audit {index} of {total}: {label}", file=sys.stderr, flush=True)
 
 
+def _phase_lines(mechanism: str, eps: float):
+    """``audit MECH``'s progress within one audit (a user mechanism's perturb calls:
+    ``battery.CallMeter``): ``app.progress.PhaseLines`` lines on stderr, at most one every
+    5 s, and the estimate when the audit will take more than 30 s."""
+    from ldpfleet.app.progress import PhaseLines
+
+    return PhaseLines(f"audit {mechanism} (eps {eps:g})")
+
+
 def audit_mutants(
     names: tuple[str, ...] | None = None,
     *,
@@ -430,7 +443,8 @@ def audit_command(
         bool | None,
         typer.Option(
             "--progress/--quiet",
-            help="Progress lines on stderr, one per audit (default: when it is a terminal).",
+            help="Progress lines on stderr: one per audit, and within a user mechanism's "
+            "audit one every 5 s (default: when it is a terminal).",
         ),
     ] = None,
     tests: Annotated[
@@ -788,6 +802,7 @@ def _audit_rows(
                 trials=trials,
                 gamma=gamma / len(eps_list),
                 seed=seed,
+                progress=None if report is None else _phase_lines(mechanism, budget),
             )
             rows.append(result.to_dict())
     return rows

@@ -80,8 +80,13 @@ __all__ = [
     "build_spec",
     "check_audit_arguments",
     "contract_spec",
+    "device_batch_calls",
     "run_audit",
 ]
+
+# ``progress(phase, done, total)`` of ``run_audit`` / ``audit_spec``: a user mechanism's
+# audit reports after every ``perturb`` call (``CallMeter``), done and total in calls
+AuditProgress = Callable[[str, int, int], None]
 
 
 @dataclass(frozen=True)
@@ -105,6 +110,74 @@ class AuditSpec:
     # a user mechanism's: run after the audit (the replay of its first sample again);
     # raises ``ParameterError`` if the mechanism's reports changed with the calls between
     final_check: Callable[[], None] | None = None
+    # a user mechanism's: counts its perturb calls for ``audit_spec``'s ``progress``
+    meter: CallMeter | None = None
+
+
+class CallMeter:
+    """The perturb calls of a user mechanism's audit (``contract_spec`` with device
+    batches), for ``progress(phase, done, total)``. Phases, in order: ``input search``
+    (the selection runs at every grid input, input 0's drawn twice: the replay),
+    ``selection`` (the pair and the test chosen on them: no perturb call), ``evaluation``
+    (the chosen pair's runs), ``replay`` (input 0's first sample drawn again at the end).
+    It only counts: no generator is touched, so the rows are the same with or without a
+    callback (tests/unit/test_P2_audit_progress.py)."""
+
+    def __init__(self, inputs: int) -> None:
+        self.inputs = inputs  # samples of the input search: one per grid input
+        self.report: AuditProgress | None = None
+        self.phase = "input search"
+        self.samples = self.done = self.total = 0
+
+    def start(self, report: AuditProgress | None, n_sel: int, n_eval: int) -> None:
+        """Count from here, reporting to ``report``; the total is every grid input's
+        selection runs, input 0's twice, the pair's evaluation runs and the final replay
+        (an evaluation at input 0 is drawn twice too: added when it starts)."""
+        self.report, self.phase, self.samples, self.done = report, "input search", 0, 0
+        self.total = (self.inputs + 2) * device_batch_calls(n_sel) + 2 * device_batch_calls(n_eval)
+
+    def _tell(self) -> None:
+        if self.report is not None:
+            self.report(self.phase, self.done, self.total)
+
+    def call(self) -> None:
+        """One perturb call done."""
+        self.done += 1
+        self._tell()
+
+    def sampled(self, sampler: Sampler, x: float) -> Sampler:
+        """``sampler`` (input ``x``) counted as one sample of the audit: the grid's first
+        ``inputs`` samples are the input search, then the selection, the later ones the
+        evaluation."""
+
+        def run(rng: np.random.Generator, n: int):
+            self.samples += 1
+            if self.samples > self.inputs:
+                self.phase = "evaluation"
+                if x == 0.0:  # drawn twice (``_replayed``)
+                    self.total += device_batch_calls(n)
+            out = sampler(rng, n)
+            if self.samples == self.inputs:
+                self.phase = "selection"
+                self._tell()
+            return out
+
+        return run
+
+    def replay(self, check: Callable[[], None]) -> None:
+        """The final replay ``check``, counted as the ``replay`` phase."""
+        self.phase = "replay"
+        self._tell()
+        check()
+
+
+def device_batch_calls(n: int) -> int:
+    """The perturb calls of one device-batch sample of n runs (``_device_batch_sampler``)."""
+    single = _single_call_rows(n)
+    n_single = single.stop - single.start
+    n_long = n // 2
+    n_small = n - n_long - n_single
+    return -(-n_small // DEVICE_BATCH_PAIRS) + -(-n_long // LONG_CALL_PAIRS) + n_single
 
 
 def _value(outputs) -> np.ndarray:
@@ -418,7 +491,9 @@ def _decimal_places(outputs) -> np.ndarray:
     return places
 
 
-def _device_batch_sampler(mech, name: str, x: float, replays: list | None = None):
+def _device_batch_sampler(
+    mech, name: str, x: float, replays: list | None = None, tick: Callable[[], None] | None = None
+):
     """``sample(rng, n)`` of a user mechanism's audit at input ``x``: n runs, each two
     reports of ``perturb`` calls the way a device makes them, in this order
     (``_single_call_rows``): the rest from calls of ``DEVICE_BATCH_PAIRS`` pairs (a
@@ -428,8 +503,15 @@ def _device_batch_sampler(mech, name: str, x: float, replays: list | None = None
     (``SINGLE_CALL_SHARE``) from calls of ONE reading, x (a paced device's every call;
     the run's second report a placeholder 0.0). At ``x = 0`` (the first grid input)
     drawn twice from generators seeded alike (``_replayed``; ``replays`` collects its
-    check for the end of the audit)."""
-    from ldpfleet.protocol.mechanism_contract import contract_reports
+    check for the end of the audit). ``tick()`` after every perturb call (a ``CallMeter``;
+    it draws nothing)."""
+    from ldpfleet.protocol.mechanism_contract import contract_reports as reports
+
+    def contract_reports(mech, batch: np.ndarray, rng: np.random.Generator, name: str):
+        out = reports(mech, batch, rng, name)
+        if tick is not None:
+            tick()
+        return out
 
     # (x, 0, x, 0, ...): one device batch, and every fourth small call and every other
     # long call (x, 1, x, 1, ...): with partners 0 only the canary was always the batch's
@@ -578,10 +660,12 @@ def contract_spec(
 
     mech = stream_mechanism(name, eps)  # the load-time check, as a scenario load runs it
     replays: list = []  # the first replay's check, run again at the end of the audit
+    inputs = PLUGIN_GRID if device_batches else UNIT_GRID
+    meter = CallMeter(len(inputs)) if device_batches else None
 
     def sample_at(x: float):  # every canary report through the same check (in_domain too)
-        if device_batches:
-            return _device_batch_sampler(mech, name, x, replays)
+        if meter is not None:
+            return meter.sampled(_device_batch_sampler(mech, name, x, replays, meter.call), x)
         return lambda rng, n: contract_reports(mech, np.full(n, x), rng, name)
 
     first = _first_report if device_batches else _value
@@ -607,7 +691,6 @@ def contract_spec(
             witnesses["sum of the reports"] = lambda y: _pairs(y)[:, 0] + _pairs(y)[:, 1]
         return witnesses
 
-    inputs = PLUGIN_GRID if device_batches else UNIT_GRID
     search = InputPairSearch(inputs, sample_at, witnesses_for, _pair_free_witnesses(device_batches))
     canary = Canary("input 0 vs 1", sample_at(0.0), sample_at(1.0))
     density_check = None
@@ -625,7 +708,8 @@ def contract_spec(
         trials=6000,
         pair_search=search,
         density_check=density_check,
-        final_check=(lambda: replays[0]() if replays else None) if device_batches else None,
+        final_check=(lambda: meter.replay(replays[0]) if replays else None) if meter else None,
+        meter=meter,
     )
 
 
@@ -812,9 +896,12 @@ def audit_spec(
     gamma: float = 0.05,
     seed: int = 0,
     mechanism: str | None = None,
+    progress: AuditProgress | None = None,
 ) -> AuditResult:
     """Run a built ``spec``: ``trials`` runs per world (half selection, half evaluation;
-    default the spec's own), reported under ``mechanism`` (default the spec's)."""
+    default the spec's own), reported under ``mechanism`` (default the spec's).
+    ``progress(phase, done, total)``: a user mechanism's audit calls it after every perturb
+    call and at each phase (``CallMeter``); other entries do not call it."""
     total = check_trials(spec.trials if trials is None else trials)
     gamma, seed = check_gamma(gamma), check_seed(seed)
     settings = {
@@ -826,6 +913,8 @@ def audit_spec(
         "seed": seed,
         "mechanism": spec.mechanism if mechanism is None else mechanism,
     }
+    if spec.meter is not None:
+        spec.meter.start(progress, settings["n_sel"], settings["n_eval"])
     if spec.pair_search is not None:  # n_sel runs at every grid input, n_eval at the pair
         result = audit_input_pairs(spec.pair_search, **settings)
     else:
@@ -845,9 +934,11 @@ def run_audit(
     trials: int | None = None,
     gamma: float = 0.05,
     seed: int = 0,
+    progress: AuditProgress | None = None,
 ) -> AuditResult:
     """Audit ``mechanism`` at its claim: ``trials`` runs per world (half selection, half
-    evaluation; default the entry's own). The claim is (eps, delta) for every entry: an
+    evaluation; default the entry's own); ``progress(phase, done, total)`` as ``audit_spec``.
+    The claim is (eps, delta) for every entry: an
     entry whose mechanism has no delta (pure eps-DP) is audited against the weaker claim
     the caller states, ``eps_LB = ln((alpha_lo - delta) / beta_hi)``. Entries with a fixed
     claim (``secagg``: eps = 0) still check ``eps`` by the rule below (0, or a number in
@@ -864,7 +955,9 @@ def run_audit(
     spec = build_spec(mechanism, eps, delta)
     if spec.delta != delta:
         spec = replace(spec, delta=delta)
-    return audit_spec(spec, trials=trials, gamma=gamma, seed=seed, mechanism=mechanism)
+    return audit_spec(
+        spec, trials=trials, gamma=gamma, seed=seed, mechanism=mechanism, progress=progress
+    )
 
 
 def check_audit_arguments(
