@@ -99,23 +99,16 @@ def find_page(name: str, pages: dict[str, Path]) -> Path:
 
 
 def _write(text: str) -> None:
-    """``text`` on stdout as UTF-8 (the pages' own encoding, whatever the locale's); a
-    reader that stops early (``ldpfleet docs cadr | head``) ends it quietly."""
-    try:
-        buffer = getattr(sys.stdout, "buffer", None)
-        if buffer is None:
-            sys.stdout.write(text)
-        else:
-            sys.stdout.flush()
-            buffer.write(text.encode("utf-8"))
+    """``text`` on stdout as UTF-8, the pages' own encoding, whatever the locale's (an
+    ASCII stdout would refuse ε). A reader that stops early (``ldpfleet docs cadr | head``)
+    ends it as click ends any command then: no traceback, exit 1."""
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:
+        sys.stdout.write(text)
+    else:
         sys.stdout.flush()
-    except BrokenPipeError:
-        import os
-
-        # Python's advice: point stdout at devnull so the flush at exit does not fail again
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        raise typer.Exit(0) from None
+        buffer.write(text.encode("utf-8"))
+    sys.stdout.flush()
 
 
 def docs_command(
