@@ -16,6 +16,7 @@ The commands live in modules with one job each; this module registers them, in t
 - app/cli_bench.py: ``bench fleet/cpr/secagg``; app/cli_bench_cadr.py: ``bench cadr``
 - app/bench_commands.py: ``bench cadr-sweep/gcdp/gcdp-timing/gcdp-scaling/mechanisms``
 - app/audit_cli.py: ``audit``
+- app/cli_docs.py: ``docs`` (the documentation pages shipped with the package)
 
 and they share app/cli_common.py (the console, ``user_errors``, ``OptionError``,
 ``_fail``), app/cli_options.py (the options several commands take) and app/cli_summary.py
@@ -65,6 +66,7 @@ from ldpfleet.app.cli_common import (
     user_error_types,
     user_errors,
 )
+from ldpfleet.app.cli_docs import docs_command
 from ldpfleet.app.cli_options import RUN_ID_LIMIT, SEED_MAX
 from ldpfleet.app.cli_report import merge_command, report_command
 from ldpfleet.app.cli_run import (
@@ -184,6 +186,7 @@ app.command()(fleet)
 app.command()(collector)
 app.command("mosquitto-config")(mosquitto_config)
 app.command("certs")(certs_command)
+app.command("docs")(docs_command)
 trace_app.command("stats")(trace_stats)
 trace_app.command("show")(trace_show)
 trace_app.command("follow")(trace_follow)

@@ -1,6 +1,6 @@
 """The wheel runs everything (issue 17, item 5). The test builds it from a clean copy of
 the source, installs it into a fresh venv, and runs the built-in scenarios by name from an
-empty folder.
+empty folder, and reads the shipped documentation pages (`ldpfleet docs`).
 
 The venv sees the system's site-packages, so numpy, scipy and the rest need no download.
 The wheel is built without build isolation, which needs setuptools >= 70.1 (the `test`
@@ -23,8 +23,10 @@ import pytest
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
+# docs/ is copied whole: its pages ship as package data (ldpfleet.docs), its
+# preregistrations must not (test_the_wheel_holds_the_documentation_pages...)
 NOT_SOURCE = shutil.ignore_patterns(
-    ".git", "build", "dist", "*.egg-info", "runs", "tests", "docs", ".venv", "test-artifacts",
+    ".git", "build", "dist", "*.egg-info", "runs", "tests", ".venv", "test-artifacts",
     "__pycache__", ".*_cache", ".hypothesis", "*.sqlite*",
 )  # fmt: skip
 REAL_DATA_SCENARIO = "intel-temperature"  # the fastest real-data one (about 3 s)
@@ -128,3 +130,35 @@ def test_the_console_script_runs_builtin_scenarios_by_name(wheel, venv, empty):
         assert results["reports_lost"] == 0 and results["reports_received"] > 0
         assert (empty / name / "report.html").is_file()
     assert sorted(p.name for p in empty.iterdir()) == sorted(["quickstart", REAL_DATA_SCENARIO])
+
+
+def test_the_wheel_holds_the_documentation_pages_and_not_the_preregistrations(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    docs = _source_of(wheel) / "docs"
+    assert (docs / "preregistration").is_dir()  # in the source the wheel was built from
+    pages = {f"ldpfleet/docs/{p.name}" for p in docs.glob("*.md")}
+    assert "ldpfleet/docs/scenarios.md" in pages
+    assert pages <= names
+    assert "ldpfleet/docs/img/gcdp-scaling.png" in names  # docs/gcdp-speed.md shows it
+    assert "ldpfleet/docs/mosquitto/large-fleet.conf" in names  # docs/scaling.md quotes it
+    assert not [n for n in names if "preregistration" in n]
+
+
+def test_the_installed_wheel_lists_and_prints_its_pages(venv, empty):
+    ldpfleet = venv / "bin" / "ldpfleet"
+    listed = _run(ldpfleet, "docs", cwd=empty).stdout.splitlines()
+    assert [line.split()[0] for line in listed] == sorted(
+        p.stem for p in (ROOT / "docs").glob("*.md")
+    )
+    assert "scenarios Scenario files" in [" ".join(line.split()) for line in listed]
+    page = _run(ldpfleet, "docs", "scenarios", cwd=empty).stdout
+    assert page == (ROOT / "docs" / "scenarios.md").read_text(encoding="utf-8")
+    where = Path(_run(ldpfleet, "docs", "scenarios", "--path", cwd=empty).stdout.strip())
+    assert where.name == "scenarios.md" and where.parent.name == "docs"
+    assert where.resolve().is_relative_to(venv.resolve()), where
+    assert not where.resolve().is_relative_to(ROOT), where
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LDPFLEET_DATA")}
+    unknown = subprocess.run([ldpfleet, "docs", "scenario"], cwd=empty, env=env,
+                             capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert unknown.returncode == 2, unknown
+    assert "did you mean 'scenarios'?" in " ".join(unknown.stderr.split())

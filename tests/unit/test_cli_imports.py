@@ -42,6 +42,7 @@ LIGHT_OURS = {
     "ldpfleet.app.cli_bench_cadr",
     "ldpfleet.app.cli_broker",
     "ldpfleet.app.cli_common",
+    "ldpfleet.app.cli_docs",
     "ldpfleet.app.cli_options",
     "ldpfleet.app.cli_report",
     "ldpfleet.app.cli_run",
