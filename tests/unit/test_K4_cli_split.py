@@ -150,6 +150,7 @@ def test_the_command_modules_are_the_ones_the_cli_lists():
         "cli_bench_cadr",
         "cli_broker",
         "cli_common",
+        "cli_docs",
         "cli_options",
         "cli_report",
         "cli_run",

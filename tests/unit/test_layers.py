@@ -12,11 +12,12 @@ under ``if TYPE_CHECKING`` too, relative ones resolved) and every
 - only app may import the public API (the ``ldpfleet`` package itself and its own modules,
   which lazily import every layer).
 
-Besides the six layer folders the graph covers the two other folders of the installed
+Besides the six layer folders the graph covers the three other folders of the installed
 package: the public API (``ldpfleet/``: it may import any layer, but only lazily — inside a
 function or under ``if TYPE_CHECKING`` — so ``import ldpfleet`` loads no layer; DESIGN.md,
 "Layout") and ``data/`` (``ldpfleet.data``: shipped data sets, no code, so it imports nothing
-of ldpfleet). Every folder pyproject.toml maps onto ``ldpfleet.*`` is one of these.
+of ldpfleet) and ``docs/`` (``ldpfleet.docs``: the documentation pages ``ldpfleet docs``
+prints, no code at all). Every folder pyproject.toml maps onto ``ldpfleet.*`` is one of these.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ TIERS = {"protocol": 0, "broker": 1, "devices": 1, "collector": 1, "scenarios": 
 PUBLIC_API = "public API"  # ldpfleet itself and its modules outside the layer folders
 DATA = "data"  # ldpfleet.data: shipped data sets, no code
 # the source folders of the two non-layer parts of the package
-FOLDER_OF = {PUBLIC_API: PACKAGE, DATA: DATA}
+DOCS = "docs"  # ldpfleet.docs: the documentation pages (app/cli_docs.py), no code
+FOLDER_OF = {PUBLIC_API: PACKAGE, DATA: DATA, DOCS: DOCS}
 
 
 @dataclass(frozen=True)
@@ -244,6 +246,7 @@ def test_every_folder_of_the_package_is_in_the_graph():
     for package, folder in mapped.items():
         expected = PACKAGE if folder == PACKAGE else f"{PACKAGE}.{folder}"
         assert package == expected, f"{folder}/ is installed as {package}, not {expected}"
+    assert not list((ROOT / DOCS).rglob("*.py")), "docs/ (ldpfleet.docs) holds no code"
     scanned = {path for _, path in package_modules()}
     for folder in mapped.values():
         assert set((ROOT / folder).rglob("*.py")) <= scanned
