@@ -387,6 +387,17 @@ def _check_mechanism(spec: Scenario, where: str, *, resolve: bool = True) -> Non
         )
 
 
+def _check_well_formed(name: str, where: str) -> None:
+    """A mechanism name's form (``protocol.mechanisms.check_mechanism_name``), refused as
+    ``stream.mechanism``."""
+    try:
+        check_mechanism_name(name)
+    except ParameterError as error:
+        raise ScenarioError(
+            f"{where}stream.mechanism: {error.reason}", limit=_mechanism_name_rule()
+        ) from None
+
+
 def _check_mechanism_name(name: str, where: str) -> None:
     """The mechanism's name alone, for a scenario whose ``stream.eps`` or ``stream.w`` was
     refused (``_check_mechanism`` cannot check it at its budget): well formed, and a bare
@@ -396,12 +407,7 @@ def _check_mechanism_name(name: str, where: str) -> None:
 
     if name == RAW:
         return
-    try:
-        check_mechanism_name(name)
-    except ParameterError as error:
-        raise ScenarioError(
-            f"{where}stream.mechanism: {error.reason}", limit=_mechanism_name_rule()
-        ) from None
+    _check_well_formed(name, where)
     if name in BUILTIN_MECHANISMS or ":" in name or is_entry_point(name):
         return
     try:
@@ -427,12 +433,7 @@ def _check_plugin(name: str, eps: float, w: int, where: str, *, resolve: bool = 
     from ldpfleet.protocol.mechanisms import UnresolvedMechanism
 
     eps0 = eps / w
-    try:
-        check_mechanism_name(name)
-    except ParameterError as error:
-        raise ScenarioError(
-            f"{where}stream.mechanism: {error.reason}", limit=_mechanism_name_rule()
-        ) from None
+    _check_well_formed(name, where)
     if eps0 < EPS_MIN:  # every mechanism refuses it: name the key the user wrote
         raise ScenarioError(
             f"{where}stream.eps: each report spends stream.eps / stream.w = {eps:g} / {w} = "
