@@ -151,4 +151,6 @@ def _no_pages() -> None:
     raise ParameterError(
         "no documentation pages found: the package has no docs/ folder (reinstall ldpfleet)",
         field="docs",
+        limit="a docs/ folder with at least one page",
+        value=None,
     )
