@@ -77,8 +77,7 @@ def run(
         # fails this import, which user_errors then names (cli_common.stdlib_shadow)
         from ldpfleet.scenarios.schema import load_scenario
 
-        loaded = load_scenario(scenario)  # every mistake on its own line (user_errors)
-        loaded = loaded.with_device_noise(device_noise)
+        loaded = load_scenario(scenario).with_device_noise(device_noise)
         _warn_shadowed_file(scenario)
         credentials = _credentials(credentials_path, run_id, loaded)
         loaded.check_shard_brokers(broker, shard_broker or None)

@@ -242,16 +242,10 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
 
 
 def _parse_scenario(
-    text: str, path: Path | None, where: str, found: Refusals | None = None
+    text: str, path: Path | None, where: str, found: Refusals
 ) -> LoadedScenario | None:
-    """``parse_scenario``'s checks, in order. With ``found`` each refusal is recorded
-    there and the checks it leaves meaningful go on (None: nothing decoded); without, the
-    first refusal raises."""
-    if found is None:
-        found = Refusals(text if isinstance(text, str) else "", where)
-        loaded = _parse_scenario(text, path, where, found)
-        found.raise_any()
-        return loaded
+    """``parse_scenario``'s checks, in order: each refusal is recorded in ``found`` and the
+    checks it leaves meaningful go on (None: nothing decoded)."""
     spec = _decode(text, where, found)
     if spec is None:
         return None
@@ -349,16 +343,6 @@ def _toml_error_line(error: str, text: str) -> str:
         key = line.split("=", 1)[0].strip()
         shown += f" (`{key}` is set twice in its table)" if "=" in line else " (set twice)"
     return shown
-
-
-def _check_stream_scenario(loaded: LoadedScenario, where: str) -> None:
-    """The checks of a stream scenario ([fleet], [stream] and [source]), in order (the
-    first refusal raises)."""
-    found = Refusals(loaded.text or "", where)
-    found.run(lambda _loaded, _where: _check_sections(loaded.spec, found, where), loaded, where)
-    for check in _STREAM_CHECKS:
-        found.run(check, loaded, where)
-    found.raise_any()
 
 
 def _check_sections(spec: Scenario, found: Refusals, where: str) -> None:

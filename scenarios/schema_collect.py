@@ -44,8 +44,10 @@ from ldpfleet.scenarios.schema_errors import (
 )
 from ldpfleet.scenarios.schema_explain import (
     _ALIASES,
+    _MISSING,
     _key_parts,
     _path_of,
+    _raw_value,
     _struct_at,
     explain_invalid,
     parsed_toml,
@@ -323,16 +325,7 @@ def decode_rest(
             continue
         # a near miss names a key the file does not hold: what reads it reads a default
         for claim in found.claimed:
-            if _key_parts(claim) and _absent_in(raw, claim):
+            if _key_parts(claim) and _raw_value(_key_parts(claim), raw) is _MISSING:
                 found.refuse(claim)
         return spec
     return None
-
-
-def _absent_in(raw: dict, key: str) -> bool:
-    node = raw
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return True
-        node = node[part]
-    return False
