@@ -91,6 +91,19 @@ def test_the_wheel_holds_ldpfleet_only_and_every_data_file(wheel):
     assert {f"ldpfleet/scenarios/{s}" for s in scenarios} <= set(names)
 
 
+def test_the_wheel_states_its_licence_as_an_spdx_expression_and_ships_the_text(wheel):
+    """PEP 639 metadata (setuptools >= 77): the TOML-table form is deprecated and stops
+    building in 2027, so a fresh machine's install would break on a newer setuptools."""
+    archive = zipfile.ZipFile(wheel)
+    (metadata,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+    fields = archive.read(metadata).decode().split("\n\n", 1)[0].splitlines()
+    assert "License-Expression: MIT" in fields
+    assert "License-File: LICENSE" in fields
+    (licence,) = [n for n in archive.namelist() if n.endswith(".dist-info/licenses/LICENSE")]
+    text = archive.read(licence).decode()
+    assert text.startswith("MIT License") and "SOURCE.txt" in text  # the data's own terms
+
+
 def test_the_wheel_holds_every_module_of_every_mapped_folder(wheel):
     source = _source_of(wheel)
     mapping = tomllib.loads((source / "pyproject.toml").read_text())["tool"]["setuptools"]
