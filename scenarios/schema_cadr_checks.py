@@ -30,15 +30,6 @@ from ldpfleet.scenarios.schema_loaded import LoadedScenario, resolve_data_path
 from ldpfleet.scenarios.schema_sections import CadrSection, CprSection
 
 
-def _check_cadr(loaded: LoadedScenario, where: str) -> LoadedScenario:
-    """A CADR-LDP scenario: [graph] and [cadr], none of the stream sections, and a graph
-    source and budget the run takes (the first refusal raises; ``scenarios.schema`` runs
-    the two checks on their own, each refusal recorded)."""
-    _check_cadr_sections(loaded, where)
-    _check_graph_source(loaded, where)
-    return loaded
-
-
 def _check_cadr_sections(loaded: LoadedScenario, where: str) -> None:
     """[graph] and [cadr], none of the stream sections."""
     spec = loaded.spec

@@ -106,12 +106,6 @@ def _check_collector(collector: CollectorSection, where: str) -> None:
         )
 
 
-def _check_faults(spec: Scenario, where: str) -> None:
-    """``[faults]``: its three checks in order (the first refusal raises)."""
-    for check in FAULTS_CHECKS:
-        check(spec, where)
-
-
 def _check_never_return(spec: Scenario, where: str) -> None:
     faults = spec.faults
     crashing = round(faults.crash_fraction * spec.fleet.devices)
@@ -146,24 +140,17 @@ def _check_crash_pacing(spec: Scenario, where: str) -> None:
         )
 
 
-# ``_check_faults``'s checks, in order (``scenarios.schema`` runs each on its own)
+# ``[faults]``'s checks, in order (``scenarios.schema`` runs each on its own,
+# ``_check_faults_part``)
 FAULTS_CHECKS = (_check_never_return, _check_crash_between, _check_crash_pacing)
 
 
-def _check_finite(spec: Scenario, where: str) -> None:
-    """Every number of a scenario is finite: TOML's ``inf`` passed the one-sided limits
-    (``run_timeout > 0``) and results.json, which records the scenario, then held
-    ``Infinity``, which is not JSON. Lists (bounds, clip) have their own checks."""
-    for section in Scenario.__struct_fields__:
-        value = getattr(spec, section)
-        if not isinstance(value, _Section):
-            continue
-        for name in value.__struct_fields__:
-            _check_finite_value(section, name, getattr(value, name), where)
-
-
 def _check_finite_value(section: str, name: str, number: object, where: str) -> None:
-    """``_check_finite`` for the value ``number`` of key ``section.name``."""
+    """The value ``number`` of key ``section.name`` is finite when it is a float: TOML's
+    ``inf`` passed the one-sided limits (``run_timeout > 0``) and results.json, which
+    records the scenario, then held ``Infinity``, which is not JSON. Lists (bounds, clip)
+    have their own checks. ``scenarios.schema`` runs it on every key of every section
+    (``_check_finite_key``)."""
     if isinstance(number, float) and not math.isfinite(number):
         raise ScenarioError(
             f"{where}{section}.{name}: must be a finite number (TOML's inf and nan "
@@ -213,14 +200,6 @@ def _check_window_length(stream: StreamSection, where: str) -> None:
 
 
 BULK_WHY = 'with fleet.connection = "bulk"'
-
-
-def _check_bulk(loaded: LoadedScenario, where: str) -> None:
-    """``[fleet] connection = "bulk"``: refuse, naming the key, the limit and the value,
-    everything bulk gateways cannot do (docs/scenario-reference.md, "Bulk gateways")."""
-    _check_bulk_stream(loaded, where)
-    _check_bulk_sections(loaded.spec, where)
-    _check_bulk_source(loaded.spec.source, where)
 
 
 def _check_bulk_stream(loaded: LoadedScenario, where: str) -> None:
