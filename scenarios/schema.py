@@ -64,6 +64,7 @@ from ldpfleet.scenarios.schema_collect import (
     _validation_error,
     decode_rest,
     refused_already,
+    unless_refused,
 )
 from ldpfleet.scenarios.schema_errors import (
     _LEADING_KEY,
@@ -98,6 +99,7 @@ from ldpfleet.scenarios.schema_explain import (
 from ldpfleet.scenarios.schema_gcdp_checks import (
     _check_gcdp,
     _check_gcdp_rows,
+    _check_gcdp_source_kind,
     _refuse_sensor_ids,
 )
 from ldpfleet.scenarios.schema_graph import broker_url_problem
@@ -434,8 +436,17 @@ def _check_source(loaded: LoadedScenario, where: str) -> None:
 
 
 def _check_gcdp_if_any(loaded: LoadedScenario, where: str) -> None:
-    if loaded.spec.gcdp is not None:
+    """``[gcdp]``'s checks; of a ``[gcdp]`` refused whole (its required key refused or
+    missing, or the section misspelled), the one that does not read it: a csv source."""
+    gcdp = unless_refused(lambda: loaded.spec.gcdp, otherwise=_REFUSED_WHOLE)
+    if gcdp is _REFUSED_WHOLE:
+        _check_gcdp_source_kind(loaded.spec, where)
+    elif gcdp is not None:
         _check_gcdp(loaded, where)
+
+
+# a section refused whole, as ``_check_gcdp_if_any`` reads it
+_REFUSED_WHOLE = object()
 
 
 # the checks of a stream scenario after its sections (``_check_sections``), in order: each

@@ -127,6 +127,29 @@ class _Guard:
         return f"_Guard({self._guard_real!r})"
 
 
+def unless_refused(read: Callable[[], object], otherwise: object = None) -> object:
+    """``read()``, or ``otherwise`` when it reads a key refused already: for a check that
+    goes on past what a refusal left unknown (a section refused whole, whose own refusal
+    says it) instead of being skipped whole (``_Blocked``)."""
+    try:
+        return read()
+    except _Blocked:
+        return otherwise
+
+
+def differs_from(section, default: msgspec.Struct) -> bool:
+    """``section != default`` as a check reads it: whether a key of ``section`` not refused
+    already differs from its default. A refused key is not counted: the value it gets once
+    corrected may be its default (a ``[cpr]`` with only ``min_cycles`` refused may be the
+    defaults), so only the other keys show that the section was set."""
+    if not isinstance(section, _Guard):
+        return section != default
+    return any(
+        unless_refused(lambda n=name: getattr(section, n) != getattr(default, n), False)
+        for name in type(default).__struct_fields__
+    )
+
+
 def refused_already(loaded) -> bool:
     """Whether a refusal was recorded before the check reading ``loaded`` (``Refusals.view``
     hands the checks the spec through ``_Guard`` from the first refusal on)."""
