@@ -20,7 +20,11 @@ Two phases, each refusal recorded instead of raised:
   value replaced by its default, or a check whose inputs were refused, cannot refuse
   again for the same mistake. Until the first refusal the checks run on the spec itself,
   exactly as before; after it, an exception that is not a ``ScenarioError`` skips the
-  check (it read what an earlier refusal left meaningless).
+  check (it read what an earlier refusal left meaningless). The checks of which sections
+  a scenario may hold read each section through ``unless_refused`` instead, passing over
+  one refused (its own refusal says it) rather than stopping (a stray ``[fleet]`` in a
+  CADR-LDP file is refused beside a refused ``[cpr]`` key); ``differs_from`` tells a
+  section set off its defaults by its keys not refused.
 
 The first error found comes first; the others follow in file order (of their key; a
 refusal naming no key last). ``ERRORS_SHOWN`` of them are kept in ``errors``, the count of
