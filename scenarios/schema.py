@@ -34,7 +34,6 @@ from ldpfleet.devices.sources import SourceError
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.scenarios.builtin import find_scenario
 from ldpfleet.scenarios.schema_cadr_checks import (
-    _check_cadr,
     _check_cadr_sections,
     _check_graph_source,
 )
@@ -43,14 +42,11 @@ from ldpfleet.scenarios.schema_checks import (
     FAULTS_CHECKS,
     SECAGG_FIELDS,
     _check_batch_length,
-    _check_bulk,
     _check_bulk_sections,
     _check_bulk_source,
     _check_bulk_stream,
     _check_collector,
     _check_cpr,
-    _check_faults,
-    _check_finite,
     _check_finite_value,
     _check_full_graph,
     _check_mechanism,
@@ -68,6 +64,7 @@ from ldpfleet.scenarios.schema_collect import (
     _validation_error,
     decode_rest,
     refused_already,
+    unless_refused,
 )
 from ldpfleet.scenarios.schema_errors import (
     _LEADING_KEY,
@@ -102,6 +99,7 @@ from ldpfleet.scenarios.schema_explain import (
 from ldpfleet.scenarios.schema_gcdp_checks import (
     _check_gcdp,
     _check_gcdp_rows,
+    _check_gcdp_source_kind,
     _refuse_sensor_ids,
 )
 from ldpfleet.scenarios.schema_graph import broker_url_problem
@@ -186,11 +184,7 @@ __all__ += [
     "_Section",
     "_allowed_values",
     "_builtin_near_miss",
-    "_check_bulk",
-    "_check_cadr",
     "_check_collector",
-    "_check_faults",
-    "_check_finite",
     "_check_full_graph",
     "_check_gcdp",
     "_check_gcdp_rows",
@@ -275,7 +269,8 @@ def _spec_checks() -> list:
 
 @functools.cache
 def _section_structs() -> tuple[tuple[str, type], ...]:
-    """(section, struct) of every section struct, in the order ``_check_finite`` reads."""
+    """(section, struct) of every section struct, in ``Scenario``'s order (the order the
+    finiteness checks run in, ``_spec_checks``)."""
     pairs = []
     for section in Scenario.__struct_fields__:
         for struct in _field_type(Scenario, section):
@@ -285,8 +280,8 @@ def _section_structs() -> tuple[tuple[str, type], ...]:
 
 
 def _check_finite_key(loaded: LoadedScenario, where: str, *, section: str, name: str) -> None:
-    """``_check_finite`` for key ``section.name`` (when the section is of a struct that has
-    it: ``[source]``'s kinds differ)."""
+    """``_check_finite_value`` for key ``section.name`` (when the section is of a struct
+    that has it: ``[source]``'s kinds differ)."""
     value = getattr(loaded.spec, section)
     if isinstance(value, _Section) and name in value.__class__.__struct_fields__:
         _check_finite_value(section, name, getattr(value, name), where)
@@ -383,7 +378,7 @@ def _check_stream_config(loaded: LoadedScenario, where: str) -> None:
 
 
 def _check_faults_part(loaded: LoadedScenario, where: str, *, part: int) -> None:
-    """Check ``part`` of ``_check_faults`` (``FAULTS_CHECKS``), with ``[faults]``."""
+    """Check ``part`` of ``[faults]``'s checks (``FAULTS_CHECKS``), with ``[faults]``."""
     if loaded.spec.faults is not None:
         FAULTS_CHECKS[part](loaded.spec, where)
 
@@ -394,8 +389,10 @@ def _check_secure_sum_if_any(loaded: LoadedScenario, where: str) -> None:
 
 
 def _check_bulk_part(loaded: LoadedScenario, where: str, *, part: int) -> None:
-    """Part ``part`` of ``_check_bulk`` (its stream, its sections, its source), for
-    ``fleet.connection = "bulk"``."""
+    """Part ``part`` of the bulk checks (``_check_bulk_stream``, ``_check_bulk_sections``,
+    ``_check_bulk_source``), for ``fleet.connection = "bulk"``: refused on load, naming
+    the key, the limit and the value, is everything bulk gateways cannot do
+    (docs/scenario-reference.md, "Bulk gateways")."""
     if loaded.spec.fleet.connection != "bulk":
         return
     if part == 0:
@@ -439,8 +436,17 @@ def _check_source(loaded: LoadedScenario, where: str) -> None:
 
 
 def _check_gcdp_if_any(loaded: LoadedScenario, where: str) -> None:
-    if loaded.spec.gcdp is not None:
+    """``[gcdp]``'s checks; of a ``[gcdp]`` refused whole (its required key refused or
+    missing, or the section misspelled), the one that does not read it: a csv source."""
+    gcdp = unless_refused(lambda: loaded.spec.gcdp, otherwise=_REFUSED_WHOLE)
+    if gcdp is _REFUSED_WHOLE:
+        _check_gcdp_source_kind(loaded.spec, where)
+    elif gcdp is not None:
         _check_gcdp(loaded, where)
+
+
+# a section refused whole, as ``_check_gcdp_if_any`` reads it
+_REFUSED_WHOLE = object()
 
 
 # the checks of a stream scenario after its sections (``_check_sections``), in order: each

@@ -17,6 +17,7 @@ from ldpfleet.protocol.cadr_budget import (
 )
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.scenarios.cadr_dropout import check_dropout
+from ldpfleet.scenarios.schema_collect import differs_from, unless_refused
 from ldpfleet.scenarios.schema_errors import ScenarioError, _schema_rule
 from ldpfleet.scenarios.schema_graph import (
     cadr_budget_problem,
@@ -29,28 +30,26 @@ from ldpfleet.scenarios.schema_graph import (
 from ldpfleet.scenarios.schema_loaded import LoadedScenario, resolve_data_path
 from ldpfleet.scenarios.schema_sections import CadrSection, CprSection
 
-
-def _check_cadr(loaded: LoadedScenario, where: str) -> LoadedScenario:
-    """A CADR-LDP scenario: [graph] and [cadr], none of the stream sections, and a graph
-    source and budget the run takes (the first refusal raises; ``scenarios.schema`` runs
-    the two checks on their own, each refusal recorded)."""
-    _check_cadr_sections(loaded, where)
-    _check_graph_source(loaded, where)
-    return loaded
+# the sections of a stream scenario a CADR-LDP scenario must not have ([cpr] too, when set)
+STREAM_ONLY = ("fleet", "stream", "source", "secure_sum", "faults", "gcdp")
 
 
 def _check_cadr_sections(loaded: LoadedScenario, where: str) -> None:
-    """[graph] and [cadr], none of the stream sections."""
+    """[graph] and [cadr], none of the stream sections. A section refused whole (its
+    required key refused or missing) is neither missing nor extra here: its own refusal
+    says it, and the other sections are still checked (``schema_collect.unless_refused``)."""
     spec = loaded.spec
-    if spec.graph is None or spec.cadr is None:
+    graph = unless_refused(lambda: spec.graph, otherwise=False)
+    cadr = unless_refused(lambda: spec.cadr, otherwise=False)
+    if graph is None or cadr is None:
         raise ScenarioError(
             f"{where}a CADR-LDP scenario needs both [graph] and [cadr]",
-            field="graph" if spec.graph is None else "cadr",
+            field="graph" if graph is None else "cadr",
             limit="required: [graph] and [cadr]",
         )
-    stream_only = ("fleet", "stream", "source", "secure_sum", "faults", "gcdp")
-    extra = [name for name in stream_only if getattr(spec, name)]
-    if spec.cpr != CprSection():  # [cpr] has defaults: set keys are what a user wrote
+    extra = [name for name in STREAM_ONLY if unless_refused(lambda n=name: getattr(spec, n))]
+    # [cpr] has defaults: set keys are what a user wrote (``differs_from``: not refused ones)
+    if unless_refused(lambda: differs_from(spec.cpr, CprSection()), otherwise=False):
         extra.append("cpr")
     if extra:
         raise ScenarioError(

@@ -25,6 +25,7 @@ from ldpfleet.protocol.secagg.messages import MAX_PARTICIPANTS
 from ldpfleet.protocol.secagg.server import SecAggServer
 from ldpfleet.protocol.stream import RAW
 from ldpfleet.scenarios.plugin_load import mechanism_in_time
+from ldpfleet.scenarios.schema_collect import differs_from, unless_refused
 from ldpfleet.scenarios.schema_errors import ScenarioError, _mechanism_name_rule, _schema_rule
 from ldpfleet.scenarios.schema_explain import _near_miss
 from ldpfleet.scenarios.schema_loaded import LoadedScenario
@@ -106,12 +107,6 @@ def _check_collector(collector: CollectorSection, where: str) -> None:
         )
 
 
-def _check_faults(spec: Scenario, where: str) -> None:
-    """``[faults]``: its three checks in order (the first refusal raises)."""
-    for check in FAULTS_CHECKS:
-        check(spec, where)
-
-
 def _check_never_return(spec: Scenario, where: str) -> None:
     faults = spec.faults
     crashing = round(faults.crash_fraction * spec.fleet.devices)
@@ -146,24 +141,17 @@ def _check_crash_pacing(spec: Scenario, where: str) -> None:
         )
 
 
-# ``_check_faults``'s checks, in order (``scenarios.schema`` runs each on its own)
+# ``[faults]``'s checks, in order (``scenarios.schema`` runs each on its own,
+# ``_check_faults_part``)
 FAULTS_CHECKS = (_check_never_return, _check_crash_between, _check_crash_pacing)
 
 
-def _check_finite(spec: Scenario, where: str) -> None:
-    """Every number of a scenario is finite: TOML's ``inf`` passed the one-sided limits
-    (``run_timeout > 0``) and results.json, which records the scenario, then held
-    ``Infinity``, which is not JSON. Lists (bounds, clip) have their own checks."""
-    for section in Scenario.__struct_fields__:
-        value = getattr(spec, section)
-        if not isinstance(value, _Section):
-            continue
-        for name in value.__struct_fields__:
-            _check_finite_value(section, name, getattr(value, name), where)
-
-
 def _check_finite_value(section: str, name: str, number: object, where: str) -> None:
-    """``_check_finite`` for the value ``number`` of key ``section.name``."""
+    """The value ``number`` of key ``section.name`` is finite when it is a float: TOML's
+    ``inf`` passed the one-sided limits (``run_timeout > 0``) and results.json, which
+    records the scenario, then held ``Infinity``, which is not JSON. Lists (bounds, clip)
+    have their own checks. ``scenarios.schema`` runs it on every key of every section
+    (``_check_finite_key``)."""
     if isinstance(number, float) and not math.isfinite(number):
         raise ScenarioError(
             f"{where}{section}.{name}: must be a finite number (TOML's inf and nan "
@@ -213,14 +201,8 @@ def _check_window_length(stream: StreamSection, where: str) -> None:
 
 
 BULK_WHY = 'with fleet.connection = "bulk"'
-
-
-def _check_bulk(loaded: LoadedScenario, where: str) -> None:
-    """``[fleet] connection = "bulk"``: refuse, naming the key, the limit and the value,
-    everything bulk gateways cannot do (docs/scenario-reference.md, "Bulk gateways")."""
-    _check_bulk_stream(loaded, where)
-    _check_bulk_sections(loaded.spec, where)
-    _check_bulk_source(loaded.spec.source, where)
+# a key refused already, as ``_check_bulk_sections`` reads it (no value compares to it)
+_REFUSED = object()
 
 
 def _check_bulk_stream(loaded: LoadedScenario, where: str) -> None:
@@ -251,31 +233,39 @@ def _check_bulk_stream(loaded: LoadedScenario, where: str) -> None:
 
 def _check_bulk_sections(spec: Scenario, where: str) -> None:
     """Bulk runs are a stream stage only: no ``[secure_sum]``/``[gcdp]``, ``[faults]`` at
-    its defaults, and no device state directory."""
+    its defaults, and no device state directory. A section or key refused already is
+    passed over (its own refusal says it), not the end of the check
+    (``schema_collect.unless_refused``)."""
     for section in ("secure_sum", "gcdp"):
-        if getattr(spec, section) is not None:
+        if unless_refused(lambda s=section: getattr(spec, s)) is not None:
             raise ScenarioError(
                 f"{where}{section}: a bulk run is a stream stage only; remove [{section}] "
                 f"{BULK_WHY}",
                 limit='absent with fleet.connection = "bulk"',
             )
-    if spec.faults is not None:
-        defaults = FaultsSection()
-        for name in FaultsSection.__struct_fields__:
-            value = getattr(spec.faults, name)
-            if value != getattr(defaults, name):
-                raise ScenarioError(
-                    f"{where}faults.{name}: bulk gateways inject no faults (crashes, hostile "
-                    f"clients, a slow collector); leave it at {getattr(defaults, name)!r} "
-                    f"{BULK_WHY}, got {value!r}",
-                    limit=f"== {json.dumps(getattr(defaults, name))}",
-                )
+    faults = unless_refused(lambda: spec.faults)
+    if faults is not None:
+        _check_bulk_faults(faults, where)
     if spec.fleet.state_dir != "auto":
         raise ScenarioError(
             f'{where}fleet.state_dir: bulk gateways keep no device state files; leave it "auto" '
             f"{BULK_WHY}, got {spec.fleet.state_dir!r}",
             limit='"auto"',
         )
+
+
+def _check_bulk_faults(faults: FaultsSection, where: str) -> None:
+    """Bulk ``[faults]``: every key at its default (a refused one passed over)."""
+    defaults = FaultsSection()
+    for name in FaultsSection.__struct_fields__:
+        value = unless_refused(lambda n=name: getattr(faults, n), otherwise=_REFUSED)
+        if value is not _REFUSED and value != getattr(defaults, name):
+            raise ScenarioError(
+                f"{where}faults.{name}: bulk gateways inject no faults (crashes, hostile "
+                f"clients, a slow collector); leave it at {getattr(defaults, name)!r} "
+                f"{BULK_WHY}, got {value!r}",
+                limit=f"== {json.dumps(getattr(defaults, name))}",
+            )
 
 
 def _check_bulk_source(source: _Section, where: str) -> None:
@@ -548,10 +538,12 @@ def secure_sum_risk_warnings(spec: Scenario) -> list[str]:
 
 
 def _check_cpr(spec: Scenario, where: str) -> None:
-    """``[cpr]`` only with ``reconstruct = "cpr"``, a period range the stream holds at
-    least ``min_cycles`` cycles of, and a ``source.true_period`` CPR can claim."""
+    """``[cpr]`` only with ``reconstruct = "cpr"`` (beside a refused key too), a period
+    range the stream holds at least ``min_cycles`` cycles of, and a ``source.true_period``
+    CPR can claim."""
     cpr = spec.cpr
-    if cpr != CprSection() and spec.stream.reconstruct != "cpr":  # set keys: what a user wrote
+    # set keys are what a user wrote (``differs_from``: not refused ones)
+    if differs_from(cpr, CprSection()) and spec.stream.reconstruct != "cpr":
         raise ScenarioError(
             f'{where}cpr: [cpr] configures reconstruct = "cpr" only; stream.reconstruct is '
             f"{spec.stream.reconstruct!r}, so it would be ignored (remove [cpr] or set "

@@ -20,7 +20,11 @@ Two phases, each refusal recorded instead of raised:
   value replaced by its default, or a check whose inputs were refused, cannot refuse
   again for the same mistake. Until the first refusal the checks run on the spec itself,
   exactly as before; after it, an exception that is not a ``ScenarioError`` skips the
-  check (it read what an earlier refusal left meaningless).
+  check (it read what an earlier refusal left meaningless). The checks of which sections
+  a scenario may hold read each section through ``unless_refused`` instead, passing over
+  one refused (its own refusal says it) rather than stopping (a stray ``[fleet]`` in a
+  CADR-LDP file is refused beside a refused ``[cpr]`` key); ``differs_from`` tells a
+  section set off its defaults by its keys not refused.
 
 The first error found comes first; the others follow in file order (of their key; a
 refusal naming no key last). ``ERRORS_SHOWN`` of them are kept in ``errors``, the count of
@@ -125,6 +129,29 @@ class _Guard:
 
     def __repr__(self) -> str:
         return f"_Guard({self._guard_real!r})"
+
+
+def unless_refused(read: Callable[[], object], otherwise: object = None) -> object:
+    """``read()``, or ``otherwise`` when it reads a key refused already: for a check that
+    goes on past what a refusal left unknown (a section refused whole, whose own refusal
+    says it) instead of being skipped whole (``_Blocked``)."""
+    try:
+        return read()
+    except _Blocked:
+        return otherwise
+
+
+def differs_from(section, default: msgspec.Struct) -> bool:
+    """``section != default`` as a check reads it: whether a key of ``section`` not refused
+    already differs from its default. A refused key is not counted: the value it gets once
+    corrected may be its default (a ``[cpr]`` with only ``min_cycles`` refused may be the
+    defaults), so only the other keys show that the section was set."""
+    if not isinstance(section, _Guard):
+        return section != default
+    return any(
+        unless_refused(lambda n=name: getattr(section, n) != getattr(default, n), False)
+        for name in type(default).__struct_fields__
+    )
 
 
 def refused_already(loaded) -> bool:

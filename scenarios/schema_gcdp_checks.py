@@ -31,13 +31,7 @@ def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
 
     spec = loaded.spec
     section = spec.gcdp
-    if not isinstance(spec.source, CsvSource):
-        raise ScenarioError(
-            f"{where}source.kind: [gcdp] calibrates on a data file laid out like the fleet: "
-            'needs kind = "csv" (layout = "column": a column per channel, or "rows": a row '
-            "per node)",
-            limit='"csv" with [gcdp]',
-        )
+    _check_gcdp_source_kind(spec, where)
     if spec.fleet.devices > MAX_RELEASE:
         raise ScenarioError(
             f"{where}fleet.devices: a GC-DP release has one coordinate per device, at most "
@@ -88,6 +82,18 @@ def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
     _check_calibration_steps(section, calibration, where)
     if section.utility_column is not None:
         _check_utility_column(section, calibration, names, where)
+
+
+def _check_gcdp_source_kind(spec, where: str) -> None:
+    """A scenario with ``[gcdp]`` (one refused too: ``scenarios.schema``) streams from a
+    csv file."""
+    if not isinstance(spec.source, CsvSource):
+        raise ScenarioError(
+            f"{where}source.kind: [gcdp] calibrates on a data file laid out like the fleet: "
+            'needs kind = "csv" (layout = "column": a column per channel, or "rows": a row '
+            "per node)",
+            limit='"csv" with [gcdp]',
+        )
 
 
 def _check_calibration_steps(section: GcdpSection, calibration: CsvSpec, where: str) -> None:

@@ -99,7 +99,7 @@ class FleetSection(_Section):
     # memory broker per device at any size, plans.run_connection);
     # "bulk": bulk gateways of gateway_devices devices each, many devices' batches in one
     # message (protocol/bulk.py, scenarios/bulk_run.py; docs/scaling.md "Bulk gateways";
-    # what they cannot do is refused on load, ``_check_bulk``)
+    # what they cannot do is refused on load, ``schema_checks._check_bulk_*``)
     connection: Literal["auto", "device", "gateway", "bulk"] = "auto"
     gateway_devices: Annotated[int, Meta(ge=1, le=1_000_000)] = 1000
     # where a fleet process's devices save their state before they publish, so that a

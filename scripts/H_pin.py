@@ -7,8 +7,9 @@
 them and prints every entry that differs (exit 1 if any). Groups:
 
 - ``schema``: ``parse_scenario`` on scenarios/*.toml, the bulk scenarios of the tests and
-  invalid variants of a bulk scenario (each key ``_check_bulk`` refuses set to a bad
-  value): the loaded spec's repr, or the ScenarioError's message/field/limit/value.
+  invalid variants of a bulk scenario (each key the bulk checks, ``_check_bulk_stream``,
+  ``_check_bulk_sections`` and ``_check_bulk_source``, refuse set to a bad value): the
+  loaded spec's repr, or the ScenarioError's message/field/limit/value.
 - ``bulk``: results.json of a bulk run and of a partitioned bulk run (memory broker), minus
   timing/CPU/memory/latency/pid/port fields.
 - ``audit``: ``audit_samples`` on several output sets, witnesses, eps/delta/gamma, and the
