@@ -1073,7 +1073,8 @@ def _clipping(plan: BulkPlan, fleets: list[dict]) -> tuple[dict, list[str]]:
 
 def bulk_plan(scenario, run: str, seed: int | None = None) -> BulkPlan:
     """The ``BulkPlan`` of a scenario with ``[fleet] connection = "bulk"`` (checked on
-    load by ``schema._check_bulk``): its fleet, stream, synthetic sine source, ``[cpr]``
+    load by ``schema_checks._check_bulk_stream``, ``_check_bulk_sections`` and
+    ``_check_bulk_source``): its fleet, stream, synthetic sine source, ``[cpr]``
     and ``[collector] partitions``. ``[collector] max_in_flight`` and ``credit_window``
     do not apply (a bulk gateway's flow control is ``BulkPlan.admit_window``)."""
     spec = scenario.spec
