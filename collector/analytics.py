@@ -231,6 +231,45 @@ UNKNOWN_NOISE_CAVEAT = (
 )
 
 
+# What else the collector of a stream run sees, declared public (privacy review V2,
+# 2026-12-07): the claim covers the reports' values; these facts are covered by no ε and
+# are stated as public (``privacy_entry``'s ``public``), each named by its wire kind.
+STREAM_PUBLIC = (
+    "device ids (topic levels, sender fields) and which devices took part",
+    "hello: the run's mechanism, eps, w, eps0, steps, batch_steps and public bounds lo, hi",
+    "sw_report: besides the privatised values, t0 and seq (the public step schedule)",
+    "budget_refused: the step a device's ledger refused and its remaining budget (a "
+    "function of the public schedule)",
+    "withdraw: that a device stopped after a final rejection of its own message",
+    "connects, disconnects and last-will messages (dropouts), each message's arrival time, "
+    "size and retransmissions (side channels, docs/reliability.md: out of scope)",
+)
+# the same for a bulk run (``scenarios.bulk_run``): the gateways speak for their devices
+BULK_PUBLIC = (
+    "device ids and each bulk gateway's range of them (gateway, first, count)",
+    "bulk_hello: the run's mechanism, eps, w, eps0, steps, batch_steps and public bounds",
+    "bulk_report: besides each row's privatised values, its device, seq and eps0",
+    "each message's arrival time, size and retransmissions (side channels, "
+    "docs/reliability.md: out of scope)",
+)
+RAW_SEEN_IN_CLEAR = (
+    "every reading, unprivatised: the collector (collector.sqlite), the broker and the "
+    "trace recorder (trace.sqlite, signed, in the run's output) hold them; only the [gcdp] "
+    "release is differentially private"
+)
+# A device copy that starts without its saved state re-privatises steps the collector may
+# already hold (``protocol.stream.StreamCollector`` refuses a second copy of a batch with
+# other values as a replay, but only after receiving it): identical with seeded noise, two
+# independent reports of the same readings with noise of the device's own entropy.
+FRESH_COPY_CAVEAT = (
+    'a device restarted without its saved state ([fleet] state_dir = "off", a lost '
+    "device-state.sqlite, the same shard started twice) privatises its steps again with "
+    "fresh noise: the collector may receive both copies of a batch (it refuses the second "
+    "as a replay, after receiving it), so those steps are spent twice; rejections_by_reason "
+    "counts them under replay"
+)
+
+
 def privacy_entry(ledger: dict, config: StreamConfig, device_noise: str | None = "seeded") -> dict:
     """results.json ``privacy``: the claim the run states and what the devices' ledgers
     spent (``ledger``: ledger.json's document, ``scenarios.runner.ledger_document``).
@@ -280,7 +319,20 @@ def privacy_entry(ledger: dict, config: StreamConfig, device_noise: str | None =
         "max_window_spent": worst,
         "within_budget": within,
         "device_noise": device_noise,
+        **_seen_beside_the_claim(config, device_noise),
     }
+
+
+def _seen_beside_the_claim(config: StreamConfig, device_noise: str | None) -> dict:
+    """``privacy_entry``'s statement of what the collector sees beside the claimed values:
+    ``public`` (``STREAM_PUBLIC``), ``seen_in_clear`` for a raw stream, and ``caveats``
+    (``FRESH_COPY_CAVEAT`` where a device's noise is not replayable from the seed)."""
+    out: dict = {"public": list(STREAM_PUBLIC)}
+    if config.mechanism == "raw":
+        out["seen_in_clear"] = RAW_SEEN_IN_CLEAR
+    elif device_noise != "seeded":
+        out["caveats"] = [FRESH_COPY_CAVEAT]
+    return out
 
 
 def note_secure_sum(privacy: dict, secure_sum: dict | None) -> dict:

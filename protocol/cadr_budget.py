@@ -827,7 +827,7 @@ def privacy_claim(
     parts = [] if degree_bound is None else [_degree_bound_part(*degree_bound)]
     parts.append(_theta_part(budget, theta_searched, small_fleet))
     if method in ("ll", "lh"):
-        parts.append(_part("NDOE codes", "neighbours (relay)", "exponential", budget.ndoe))
+        parts.append(_part("NDOE codes", PEER_SEEN_BY, "exponential", budget.ndoe))
     if negotiated:
         parts.append(_lpea_part(budget))
     parts.append(_dsr_part(budget, negotiated))
@@ -1048,7 +1048,7 @@ def _theta_part(budget: CadrBudget, theta_searched: bool, small_fleet: bool = Fa
 def _lpea_part(budget: CadrBudget) -> dict:
     """LPEA's row: charged once per node, with the caveat the audit measured."""
     return _part(
-        "LPEA: RR answers and establish/refuse decisions", "neighbours (relay)", "warner_rr",
+        "LPEA: RR answers and establish/refuse decisions", PEER_SEEN_BY, "warner_rr",
         budget.lpea, covered="caveat",
         note="RR charged once per node though a node answers every request; a node "
         "at θ refuses an establish exactly (the hard cap), so kept degrees depend on "
@@ -1073,7 +1073,7 @@ def _dsr_part(budget: CadrBudget, negotiated: bool) -> dict:
 
 def _relay_parts() -> list[dict]:
     """The relay's rows (negotiated methods): its phase report, data-independent, and the
-    peer graph it and the broker see (trusted like the broker)."""
+    peer graph, which the collector's side can read (``PEER_GRAPH_NOTE``)."""
     report = _part(
         "relay phase report: the phase, ok, the public round count (no count of the "
         "negotiation)", "collector", None, 0.0, charged=False,
@@ -1083,14 +1083,33 @@ def _relay_parts() -> list[dict]:
         "added per round (protocol.peer_relay, Padding), and its round broadcasts "
         "are closed to the collector's login (broker.auth.DENIED)",
     )  # fmt: skip
-    peers = _part(
-        "peer graph and negotiation items (who talks to whom)",
-        "relay and broker (message layer)", None, None, charged=False, covered="trust",
-        note="a communication role with the broker's trust, never the collector's "
-        "operator: it sees what an MQTT broker sees of per-neighbour topics; outside "
-        "the LDP model, which assumes private peer channels",
-    )  # fmt: skip
+    peers = _part(PEER_GRAPH_PART, PEER_SEEN_BY, None, None, charged=False, covered="no",
+                  note=PEER_GRAPH_NOTE)  # fmt: skip
     return [report, peers]
+
+
+# Who sees the relay's traffic (privacy review V2, 2026-12-07): each device sends its
+# negotiation items in the clear on its own ``ldp/{run}/dev/{me}/up/peer_batch``, each item
+# naming the neighbour it is for. The collector side runs the relay and the trace recorder
+# (``scenarios.cadr_run.collect_cadr``, every layout), and the collector's login may
+# subscribe ``ldp/{run}/dev/+/up/#`` (``broker.auth``; only the relay's round broadcasts
+# ``ctl/peer_step`` are denied to it), so the collector's operator can read every edge of
+# the graph (171 of 171 read back from a paper-pipeline run's trace) with the NDOE codes and
+# LPEA items: the codes and answers keep their ε, the graph itself is covered by none.
+PEER_SEEN_BY = "neighbours, through the relay, the trace recorder and the collector's login"
+PEER_GRAPH_PART = (
+    "peer graph: who talks to whom (each peer_batch item names its neighbour, in the clear)"
+)
+PEER_GRAPH_NOTE = (
+    "the collector side runs the relay and the trace recorder (scenarios.cadr_run."
+    "collect_cadr), and the collector's login may subscribe ldp/{run}/dev/+/up/#, which "
+    "carries every device's up/peer_batch (broker.auth denies it only ctl/peer_step): "
+    "the collector's operator can read the whole edge list, covered by no ε, and time "
+    "every round (so a held peer deadline hides the rounds' pace from the relay's "
+    "broadcasts only); the LDP "
+    "model assumes private peer channels, which would need a relay run by another party "
+    "and up/peer_batch denied to the collector's login (or items encrypted per neighbour)"
+)
 
 
 def _claim_statement(

@@ -50,7 +50,12 @@ from ldpfleet.broker.pump import cancel_all
 from ldpfleet.broker.recorder import TraceRecorder, remove_trace
 from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.transport import Transport
-from ldpfleet.collector.analytics import accuracy_baselines, fleet_average, privacy_entry
+from ldpfleet.collector.analytics import (
+    BULK_PUBLIC,
+    accuracy_baselines,
+    fleet_average,
+    privacy_entry,
+)
 from ldpfleet.collector.bulk import NOT_RECONSTRUCTED, PERIODS_FILE, run_bulk_collector
 from ldpfleet.collector.metrics import cosine_distance
 from ldpfleet.collector.npz_files import merge_npz
@@ -817,7 +822,11 @@ def _privacy(fleet: dict, config, device_noise: str = "seeded") -> dict:
         worst = max(worst, rebuilt["max_window_spent"])
         devices += rebuilt["devices"]
     spent = privacy_entry({"max_window_spent": worst}, config, device_noise)
+    # a bulk gateway keeps every row it privatised until it is resolved and never resumes:
+    # no fresh copy of a device (privacy review V2); its own wire kinds are public
+    spent.pop("caveats", None)
     return spent | {
+        "public": list(BULK_PUBLIC),
         "devices": devices,
         "ledger_devices": fleet["ledger_devices"],
         "reconstructed": rebuilt,

@@ -52,6 +52,7 @@ def merge_run(
         read_object(directory / "outcomes.json")
         if (directory / "ledger.json").exists():
             read_object(directory / "ledger.json")
+    refuse_a_shard_given_twice(fleets)
     missing = missing_shards(fleets)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -100,6 +101,29 @@ def read_object(path: Path) -> dict:
     if not isinstance(document, dict):
         raise TraceError(f"{path} is not a run's JSON object, got a {type(document).__name__}")
     return document
+
+
+def refuse_a_shard_given_twice(fleets: list[Path]) -> None:
+    """``TraceError`` when two fleet directories hold the same shard ``i/k`` (their
+    outcomes.json say which): two copies of that shard ran (started again with another
+    --out, so without its state file, or the same command twice), and each copy's devices
+    privatised their steps afresh. The merged ledger kept one copy per device (a dict by
+    device id) and showed one copy's spend, while the collector may have received both
+    (privacy review V2: with noise the seed cannot replay, two independent reports of the
+    same readings; the collector counts the second copy's batches under ``replay``)."""
+    seen: dict[str, Path] = {}
+    for directory in fleets:
+        shard = read_object(directory / "outcomes.json").get("shard")
+        if not isinstance(shard, str):
+            continue
+        if shard in seen:
+            raise TraceError(
+                f"shard {shard} is in both {seen[shard]} and {directory}: two copies of it "
+                "ran, and each privatised its devices' steps, so one ledger per device would "
+                "hide a second spend; merge the copy the collector side kept and check its "
+                "rejections_by_reason for replay"
+            )
+        seen[shard] = directory
 
 
 def missing_shards(fleets: list[Path]) -> str | None:

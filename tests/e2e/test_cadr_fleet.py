@@ -95,8 +95,9 @@ async def test_dp_pipeline_searches_theta_privately_and_releases_the_post_proces
     search = result["theta_search"]
     assert search["eps"] == budget.theta and search["noise_parties"] == 36  # ceil(0.9 * 40)
     assert result["ledger_exact"]  # θ + NDOE + LPEA + DSR = eps in every ledger
-    claim = result["privacy_claim"]  # part by part; uncovered: the LPEA phase's timing only
-    assert claim["charged_total"] == pytest.approx(3.0) and len(claim["not_covered"]) == 1
+    claim = result["privacy_claim"]  # part by part; uncovered: the peer graph (the
+    # collector side reads every up/peer_batch, privacy review V2) and the phases' timing
+    assert claim["charged_total"] == pytest.approx(3.0) and len(claim["not_covered"]) == 2
     for ledger in result["ledgers"].values():
         assert ledger["accounts"]["node"]["charges"] == 4  # θ search, NDOE, LPEA, DSR
     names = list(result["per_device"])
@@ -297,7 +298,8 @@ def test_a_public_deadline_holds_each_relay_phase_and_covers_the_timing(tmp_path
     assert timing["covered"] == "yes" and timing["deadline_seconds"] == deadline
     assert "held to the public deadline 1 s" in timing["note"]
     assert timing["part"] not in claim["not_covered"]
-    assert "0 uncovered part(s): none" in claim["statement"]
+    # the one part left: the peer graph the collector side can read (privacy review V2)
+    assert "1 uncovered part(s): peer graph" in claim["statement"]
     (off,) = [p for p in plain["privacy_claim"]["parts"] if "timing" in p["part"]]
     assert off["covered"] == "no" and off["part"] in plain["privacy_claim"]["not_covered"]
     _assert_no_relay_count(saved, tmp_path / "timed" / "trace.sqlite", overran=False)

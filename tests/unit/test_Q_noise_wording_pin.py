@@ -18,8 +18,10 @@ LEDGERS = (
     {"max_window_spent": 2.0000000000000018, "devices": {"d0": {}, "d1": {}}},
     {"collector": {"accounts": {"a": {"max_window_spent": 0.5, "eps": 1.0}}}},
 )
-# sha256 of the entries below, before the refactor (main a4dee010)
-ENTRIES_DIGEST = "74c0c2bea819a16cc9ac90bf15f576fb8c0e0d97fe96038d96c0faa1c83ac4be"
+# sha256 of the entries below, before the refactor (main a4dee010); since privacy review V2
+# (2026-12-07) each entry also states ``public``, ``seen_in_clear`` (raw) and ``caveats``
+# (noise the seed cannot replay): the claims' wording itself unchanged
+ENTRIES_DIGEST = "d6abc30b96126f2c5dcbe3b75c5ff332b2551e522b539012df1140ef556f544f"
 
 
 def _entries():

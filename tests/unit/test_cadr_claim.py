@@ -38,9 +38,12 @@ def test_the_dp_claim_names_every_part_and_sums_to_the_ledger():
     relay = _part(claim, None, "relay phase report")
     assert relay["covered"] == "yes" and not relay["charged"] and relay["eps"] == 0.0
     assert "no count" in relay["part"]
-    assert _part(claim, None, "peer graph")["covered"] == "trust"
+    # the peer graph: the collector side runs the relay and its login reads every
+    # up/peer_batch (privacy review V2), so it is covered by no ε
+    peers = _part(claim, None, "peer graph")
+    assert peers["covered"] == "no" and "collector" in peers["seen_by"]
     timing = _part(claim, None, "timing")
-    assert claim["not_covered"] == [timing["part"]]
+    assert claim["not_covered"] == [peers["part"], timing["part"]]
     assert "NOT established" in claim["statement"] and "2(1-α)ε" in claim["statement"]
     # the bound proven for every graph is group privacy over the fleet (helper E: beyond the
     # star one node's list moves kept degrees elsewhere, docs/audit-graph.md)
@@ -73,7 +76,7 @@ def test_the_paper_claim_lists_the_exact_theta_counts_as_uncovered():
     claim = privacy_claim(CadrBudget(3.0, 0.1), "ll")
     assert math.isclose(claim["charged_total"], 3.0, rel_tol=1e-12)
     assert any("exact secure sums" in part for part in claim["not_covered"])
-    assert len(claim["not_covered"]) == 2  # the θ counts and the LPEA phase's timing
+    assert len(claim["not_covered"]) == 3  # the θ counts, the peer graph, the phases' timing
 
 
 def test_er_and_ra_charge_only_what_they_run():
@@ -114,12 +117,14 @@ def test_the_timing_part_says_which_case_held():
     assert _timing(off)["covered"] == "no" and _timing(off)["part"] in off["not_covered"]
     assert "peer_deadline_seconds (off)" in _timing(off)["note"]
     held = privacy_claim(budget, "ll", deadline=120.0, overrun={})
-    assert _timing(held)["covered"] == "yes" and held["not_covered"] == []
+    peers = next(p["part"] for p in held["parts"] if p["part"].startswith("peer graph"))
+    assert _timing(held)["covered"] == "yes" and held["not_covered"] == [peers]  # V2
     assert "held to the public deadline 120 s" in _timing(held)["note"]
     assert "ended by the deadline" in _timing(held)["note"]
-    assert "0 uncovered part(s): none" in held["statement"]
+    assert "1 uncovered part(s): peer graph" in held["statement"]
     late = privacy_claim(budget, "lh", deadline=60.0, overrun={"lpea": 12.5})
-    assert _timing(late)["covered"] == "no" and late["not_covered"] == [_timing(late)["part"]]
+    assert _timing(late)["covered"] == "no"
+    assert late["not_covered"] == [peers, _timing(late)["part"]]
     assert "overran the public deadline of 60 s (lpea by 12.5 s)" in _timing(late)["note"]
     assert _timing(late)["overran_seconds"] == {"lpea": 12.5}
     # er runs no relay phase: no timing part whatever the deadline
