@@ -196,9 +196,14 @@ def test_bounded_integers_from_the_prf_are_exactly_uniform():
     # a message's stream is fixed by (key, first device, t0), and differs for another one
     fresh = _PrfIntegers(NoisePrf(seeded_noise_key(1)), 5, 10)
     assert np.array_equal(fresh.integers(0, span, size=20_000), x[:20_000])
+    # apart from every device's words (the tag bit): device 5's blocks at steps 0..3 are
+    # not the extra stream of a message starting with device 5 at step 0
+    prf = NoisePrf(seeded_noise_key(1))
+    extra = _PrfIntegers(prf, 5, 0)._draw(8)
+    assert not np.isin(extra, prf.blocks(np.arange(4), 5).ravel()).any()
     for device, t0 in ((6, 10), (5, 15)):
         other = _PrfIntegers(NoisePrf(seeded_noise_key(1)), device, t0)
-        assert not np.array_equal(other.integers(0, span, size=100), x[:100])
+        assert not np.array_equal(other.integers(0, span, size=20_000), x[:20_000])
 
 
 def test_the_samplers_rare_extra_draws_come_from_the_prf(monkeypatch):
