@@ -20,7 +20,7 @@ import numpy as np
 from ldpfleet.broker.auth import bulk_gateway_username
 from ldpfleet.broker.pump import cancel_all
 from ldpfleet.broker.transport import Connection, Delivery, Transport
-from ldpfleet.devices.noise_entropy import bulk_noise_keys
+from ldpfleet.devices.noise_entropy import bulk_noise_key
 from ldpfleet.protocol.bulk import (
     BulkGateway,
     BulkPlan,
@@ -100,9 +100,9 @@ async def run_bulk_gateway(
     device_noise: str = "seeded",
 ) -> BulkGateway:
     """Run one gateway until every report is resolved or the stage closes (``device_noise``:
-    where its devices' SW noise keys come from, devices.noise_entropy)."""
-    keys = bulk_noise_keys(device_noise, max(0, plan.gateway_range(gateway)[1]))
-    machine = BulkGateway(plan, gateway, tamper=tamper, noise_keys=keys)
+    where its devices' SW noise key comes from, devices.noise_entropy)."""
+    key = bulk_noise_key(device_noise)
+    machine = BulkGateway(plan, gateway, tamper=tamper, noise_key=key)
     loop = asyncio.get_running_loop()
     async with transport.connect(gateway_client_id(plan.run, gateway)) as conn:
         filters = [

@@ -15,7 +15,9 @@ fleet``) picks one of ``DEVICE_NOISE``:
   one can replay it, so the claims hold without trust in the seed's holder.
 
 Only the privatisation draws take this generator: the stream's mechanism (SW and the
-other per-device mechanisms), the bulk gateways' SW words, and a CADR-LDP device's
+other per-device mechanisms), the bulk gateways' SW words (an AES-256 keyed PRF whose
+256-bit key is, in "os" mode, drawn from ``os.urandom`` per gateway: protocol/bulk.py,
+"Randomness", says why per gateway keeps the devices' noise independent), and a CADR-LDP device's
 randomness (Pólya θ-search shares, NDOE's exponential mechanism, LPEA's randomised
 response and shuffle, DSR's Laplace). The synthetic data, the graph, the dropout choosers
 and the fault plan stay seeded in both modes, so two "os" runs of one seed see the same
@@ -33,7 +35,7 @@ from ldpfleet.protocol.errors import ParameterError
 __all__ = [
     "DEFAULT_DEVICE_NOISE",
     "DEVICE_NOISE",
-    "bulk_noise_keys",
+    "bulk_noise_key",
     "cadr_noise_rng",
     "check_device_noise",
     "noise_rng",
@@ -75,10 +77,11 @@ def cadr_noise_rng(mode: str, seed: int, index: int) -> np.random.Generator:
     return noise_rng(mode, lambda: np.random.default_rng([seed, index]))
 
 
-def bulk_noise_keys(mode: str, count: int) -> np.ndarray | None:
-    """The 64-bit SW noise keys of ``count`` bulk-gateway devices: ``None`` when ``mode``
-    is "seeded" (the gateway derives them from the seed, ``protocol.bulk.device_keys``),
-    ``count`` keys from ``os.urandom`` when "os"."""
+def bulk_noise_key(mode: str) -> bytes | None:
+    """A bulk gateway's 256-bit SW noise key (the key of its devices' PRF,
+    ``protocol.bulk.NoisePrf``): ``None`` when ``mode`` is "seeded" (the gateway derives
+    the run's key from the seed, ``protocol.bulk.seeded_noise_key``), 32 bytes of
+    ``os.urandom`` when "os" (kept in the gateway's memory, never written)."""
     if check_device_noise(mode) == "seeded":
         return None
-    return np.frombuffer(os.urandom(8 * count), dtype=np.uint64).copy()
+    return os.urandom(32)

@@ -77,20 +77,34 @@ the mean of ``y - C`` formed exactly in int64, then the affine map), where the f
 rounded at every addition: on 100,000 devices x 20 steps (eps0 0.4 and 0.02) the means are
 within 3.4e-16 of the exactly summed per-report estimates, the former ones within 1.8e-15.
 
-Randomness: device ``d``'s key is the first 8 bytes of SHA-256(``"{seed}:{device id}"``);
-its SW words for step ``t`` are outputs ``2t`` and ``2t + 1`` of SplitMix64 seeded with
-the key (Steele, Lea, Flood, OOPSLA 2014: state ``key + (i+1) * 0x9E3779B97F4A7C15``, then
-the murmur3-style finaliser), each as a 62-bit integer ``z >> 2``, fed to
-``SquareWave.perturb``'s exact sampler (two 62-bit words per value, protocol/sw.py; the
-rare extra draws it makes — a tie at probability 2^-62, a rejected cell below 2^-40 — come
-from a generator seeded with the batch's words). So a device's noise does not depend on
-which gateway, process or message carries it (but for those rare extra draws). With
-``[privacy] device_noise = "os"`` the device side injects each device's noise key from
-``os.urandom`` instead (``BulkGateway(noise_keys=)``, devices.noise_entropy); the data keep
-the seeded key.
-SplitMix64 is a documented statistical generator, not a cryptographic one: it is right
-for a simulation whose keys the adversary does not model, not for deployed devices
-(which use ``os.urandom``-seeded generators).
+Randomness. The privacy noise comes from a keyed pseudorandom function: AES-256 under a
+256-bit noise key, applied to 128-bit counter blocks (one ``cryptography`` call encrypts a
+whole message's blocks; ECB over distinct blocks is counter mode). Device ``d``'s SW words
+for step ``t`` are the two 64-bit halves of ``AES_key(t | d << 64)`` (``d`` the device's
+index in the fleet), each shifted to a 62-bit integer, fed to ``SquareWave.perturb``'s exact
+sampler (two 62-bit words per value, protocol/sw.py). Its rare extra draws — a tie at
+probability 2^-62, a rejected cell below 2^-40 — are exact bounded integers (rejection)
+from the message's own extra-draw blocks ``(t0 << 32 | i, d0 | 2^32)`` (``d0`` the
+message's first device, ``t0`` its batch's first step; bit 32 of the high word keeps them
+apart from every device's words). A block is used once, so as long as AES is a
+pseudorandom permutation the words are indistinguishable from independent uniform ones
+(PRP/PRF switching: advantage at most q^2 / 2^129 for q blocks, below 2^-35 at 10^8
+devices x 10^6 steps), and a device's noise is fixed by (key, device, step): it does not
+depend on which gateway, process or message carries it (but for those rare extra draws).
+
+The key: seeded (the default), SHA-256 of a domain prefix and the run's seed
+(``seeded_noise_key``): one key for the run, so every gateway layout and process gives
+the same reports, and whoever holds the seed can replay the noise (the privacy claims'
+trust row). With ``[privacy] device_noise = "os"`` each gateway draws its own 256-bit key
+from ``os.urandom`` (``BulkGateway(noise_key=)``, ``devices.noise_entropy.bulk_noise_key``),
+kept in its memory only. Per gateway, not per device: a gateway's devices live in one
+process whose memory holds them all, so per-device keys would separate nothing, and would
+cost a key schedule per device and message instead of one call. The devices' noise stays
+independent: their blocks differ (the device index is in each), and a PRF's outputs on
+distinct inputs are independent uniform to anyone without the key. The simulated data
+(``synthetic_values``, ``device_offsets``, periods and phases) keep SplitMix64 keyed by
+SHA-256(``"{seed}:{device id}"``)[:8]: a statistical generator, right for data that are not
+privacy noise, and the same data in both modes.
 """
 
 from __future__ import annotations
@@ -123,6 +137,7 @@ from msgspec import Meta
 __all__ = [
     "BULK_MECHANISMS",
     "MAX_BULK_W",
+    "NOISE_KEY_BYTES",
     "REJECT_REASONS",
     "REPORT_SUM_BITS",
     "BulkAck",
@@ -134,6 +149,7 @@ __all__ = [
     "BulkPlan",
     "BulkReport",
     "BulkRoute",
+    "NoisePrf",
     "PendingBulk",
     "decode_bulk",
     "device_keys",
@@ -141,8 +157,9 @@ __all__ = [
     "encode_bulk",
     "entry_dtype",
     "fleet_means",
+    "noise_words",
+    "seeded_noise_key",
     "splitmix_uniform",
-    "splitmix_words",
     "stage_closes",
     "stored_dtype",
 ]
@@ -594,31 +611,131 @@ def splitmix_uniform(keys: np.ndarray, steps: np.ndarray) -> np.ndarray:
     return (_mix(state) >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
 
 
-def splitmix_words(keys: np.ndarray, steps: np.ndarray) -> np.ndarray:
-    """SW's words (module docstring, "Randomness"): SplitMix64 outputs ``2t`` and ``2t + 1``
-    of each key for the steps ``t``, as 62-bit integers; ``keys`` (n,) u8, ``steps`` (k,);
-    the result is (n, k, 2) int64."""
-    t = np.asarray(steps, dtype=np.uint64)
-    index = np.stack([2 * t, 2 * t + np.uint64(1)], axis=-1)  # (k, 2)
-    state = keys[:, None, None] + (index[None] + np.uint64(1)) * _GAMMA
-    return (_mix(state) >> np.uint64(2)).astype(np.int64)
+# -- privacy noise: a keyed PRF -------------------------------------------------------------
+
+NOISE_KEY_BYTES = 32  # AES-256
+# the seeded mode's key: SHA-256 of this prefix and the seed (apart from every other use of
+# the seed: the data keys hash "{seed}:{id}")
+_NOISE_KEY_DOMAIN = b"ldpfleet/bulk/sw-noise-key/v1\x00"
+_EXTRA_TAG = 1 << 32  # in a block's high word: an extra-draw block, not a device's words
+_MAX_EXTRA_BLOCKS = 1 << 32  # a message's extra-draw counter fits the low 32 bits
+_U64_MAX = np.uint64(2**64 - 1)
+
+
+def seeded_noise_key(seed: int) -> bytes:
+    """The seeded mode's 256-bit noise key of a run: SHA-256(domain, decimal ``seed``)."""
+    return hashlib.sha256(_NOISE_KEY_DOMAIN + str(int(seed)).encode()).digest()
+
+
+def checked_noise_key(key: object) -> bytes:
+    """``key`` if it is ``NOISE_KEY_BYTES`` bytes, else a ``ParameterError`` (field
+    ``noise_key``)."""
+    if not isinstance(key, bytes) or len(key) != NOISE_KEY_BYTES:
+        raise ParameterError(
+            f"must be {NOISE_KEY_BYTES} bytes, got {type(key).__name__} of length "
+            f"{len(key) if isinstance(key, bytes | bytearray) else '-'}",
+            field="noise_key",
+            limit=f"{NOISE_KEY_BYTES} bytes",
+            value=type(key).__name__ if not isinstance(key, bytes) else len(key),
+        )
+    return key
+
+
+class NoisePrf:
+    """AES-256 under ``key`` as a PRF on 128-bit blocks (module docstring, "Randomness"):
+    ``blocks(low, high)`` encrypts the blocks ``(low, high)`` (two little-endian u8 words)
+    in one call over the whole buffer (ECB of distinct counter blocks = counter mode) and
+    returns the ciphertexts as ``(..., 2)`` u8."""
+
+    def __init__(self, key: bytes) -> None:
+        # imported here: the CLI's light commands import this module, not cryptography
+        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+        cipher = Cipher(algorithms.AES(checked_noise_key(key)), modes.ECB())
+        self._encrypt = cipher.encryptor()  # stateless over whole blocks: reused
+
+    def blocks(self, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+        """AES_key(low | high << 64) for each pair of the broadcast ``low``, ``high``."""
+        low, high = np.broadcast_arrays(np.asarray(low, np.uint64), np.asarray(high, np.uint64))
+        plain = np.empty((*low.shape, 2), dtype="<u8")
+        plain[..., 0], plain[..., 1] = low, high
+        if not plain.size:
+            return plain
+        cipher = self._encrypt.update(memoryview(plain.reshape(-1)).cast("B"))
+        return np.frombuffer(cipher, dtype="<u8").reshape(plain.shape)
+
+
+def noise_words(prf: NoisePrf, devices: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """SW's words (module docstring, "Randomness"): for device ``d`` (its index in the
+    fleet) at step ``t`` the block ``AES_key(t | d << 64)``, its two 64-bit halves shifted
+    to 62 bits; ``devices`` (n,), ``steps`` (k,); the result is (n, k, 2) int64."""
+    devices = np.asarray(devices, dtype=np.uint64)
+    steps = np.asarray(steps, dtype=np.uint64)
+    out = prf.blocks(steps[None, :], devices[:, None])
+    return (out >> np.uint64(2)).astype(np.int64)
+
+
+class _PrfIntegers:
+    """Exactly uniform bounded integers (``numpy.random.Generator.integers``' call shapes:
+    ``low``, ``high`` scalars or arrays, ``size``) from the PRF's extra-draw stream of one
+    message: blocks ``(t0 << 32 | i, device | 2**32)`` for i = 0, 1, ... (``device`` the
+    message's first device, ``t0`` its batch's first step: a message's pair in a run),
+    each 64-bit half one draw, by rejection: ``u % span`` for ``u`` below the largest
+    multiple of ``span`` under 2**64."""
+
+    def __init__(self, prf: NoisePrf, device: int, t0: int) -> None:
+        self._prf = prf
+        self._high = np.uint64(device | _EXTRA_TAG)
+        self._base = np.uint64(t0 << 32)
+        self._next = 0
+
+    def _draw(self, count: int) -> np.ndarray:
+        """The next ``count`` 64-bit words of the stream (u8)."""
+        blocks = -(-count // 2)
+        if self._next + blocks > _MAX_EXTRA_BLOCKS:
+            raise LocalProtocolError("a message's extra draws exhausted", field="extra")
+        counter = np.arange(self._next, self._next + blocks, dtype=np.uint64)
+        self._next += blocks
+        return self._prf.blocks(self._base | counter, self._high).reshape(-1)[:count]
+
+    def integers(self, low, high=None, size=None):
+        """Uniform integers in ``[low, high)`` (``[0, low)`` without ``high``), int64."""
+        if high is None:
+            low, high = 0, low
+        low = np.asarray(low, dtype=np.int64)
+        high = np.asarray(high, dtype=np.int64)
+        shape = np.broadcast_shapes(low.shape, high.shape) if size is None else size
+        shape = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
+        span = np.broadcast_to(high - low, shape).astype(np.uint64).ravel()
+        if np.any(np.broadcast_to(high - low, shape) <= 0):
+            raise LocalProtocolError("an empty range of integers", field="high")
+        # u is accepted below 2**64 - (2**64 mod span): every residue equally often
+        limit = _U64_MAX - (_U64_MAX % span + np.uint64(1)) % span
+        value = np.empty(span.size, dtype=np.uint64)
+        todo = np.arange(span.size)
+        while todo.size:
+            u = self._draw(todo.size)
+            ok = u <= limit[todo]
+            value[todo[ok]] = u[ok] % span[todo[ok]]
+            todo = todo[~ok]
+        out = np.broadcast_to(low, shape) + value.reshape(shape).astype(np.int64)
+        return out if out.ndim else out[()]
 
 
 class _Words:
     """Hands precomputed words to ``SquareWave.perturb`` (its ``rng.integers(0, 2**62,
-    (n, 2))``); its rare further draws come from a generator seeded with the words."""
+    (n, 2))``); its rare further draws (a tie, a rejected cell) come from ``extra``, the
+    PRF's extra-draw stream of the message."""
 
-    def __init__(self, words: np.ndarray) -> None:
+    def __init__(self, words: np.ndarray, extra: _PrfIntegers) -> None:
         self._words = words.reshape(-1, 2)
         self._given = False
-        self._extra: np.random.Generator | None = None
+        self._extra = extra
 
-    def integers(self, low, high, size=None):
+    def integers(self, low, high=None, size=None):
         if not self._given and low == 0 and high == 2**62 and size == self._words.shape:
             self._given = True
             return self._words
-        if self._extra is None:
-            self._extra = np.random.default_rng(self._words[:64].ravel().tolist())
         return self._extra.integers(low, high, size=size)
 
 
@@ -740,19 +857,6 @@ class GatewayCounters:
     ledger_refusals: int = 0
 
 
-def _noise_keys(keys, count: int) -> np.ndarray:
-    """Injected noise keys: ``count`` unsigned 64-bit integers."""
-    keys = np.asarray(keys)
-    if keys.dtype != np.uint64 or keys.shape != (count,):
-        raise ParameterError(
-            f"must be {count} uint64 keys, got {keys.dtype} of shape {keys.shape}",
-            field="noise_keys",
-            limit=f"{count} uint64 keys",
-            value=keys.shape,
-        )
-    return keys
-
-
 class BulkGateway:
     """The device side of ``plan.gateway_range(gateway)`` as one sans-I/O machine.
 
@@ -762,7 +866,7 @@ class BulkGateway:
     stage closed). ``tamper`` (tests, hostile experiments) may rewrite each built message's
     entries before it is first sent."""
 
-    def __init__(self, plan: BulkPlan, gateway: int, *, tamper=None, noise_keys=None) -> None:
+    def __init__(self, plan: BulkPlan, gateway: int, *, tamper=None, noise_key=None) -> None:
         if not 0 <= gateway < plan.gateways:
             raise ParameterError(
                 f"must be in 0..{plan.gateways - 1}, got {gateway!r}",
@@ -775,10 +879,11 @@ class BulkGateway:
         self.name = f"g{gateway}"
         self.first, self.count = plan.gateway_range(gateway)
         self.keys = device_keys(plan, self.first, self.count)
-        # the SW words' keys: the seeded keys, or ``noise_keys`` (u8, one per device of the
-        # gateway) the device side injects from its own entropy (devices.noise_entropy);
-        # the data keep the seeded keys either way
-        self.noise_keys = self.keys if noise_keys is None else _noise_keys(noise_keys, self.count)
+        # the SW words' PRF key: the run's seeded key, or ``noise_key`` (32 bytes) the
+        # device side injects from its own entropy (devices.noise_entropy); the data keep
+        # the seeded keys either way
+        key = seeded_noise_key(plan.seed) if noise_key is None else noise_key
+        self._noise = NoisePrf(checked_noise_key(key))
         parts = plan.partitions_of(self.first, self.count)
         self.rows = {int(p): np.flatnonzero(parts == p) for p in np.unique(parts)}
         self.ledger = BulkLedger(self.count, plan.eps, plan.w)
@@ -940,14 +1045,21 @@ class BulkGateway:
         self.counters.ledger_refusals += int((~granted).sum())
         rows = rows[granted]
         v = normalise(x[granted], plan.lo, plan.hi)
-        words = splitmix_words(self.noise_keys[rows], np.arange(t0, t0 + B, dtype=np.uint64))
         entries = np.empty(len(rows), dtype=self.dtype)
         entries["device"] = rows + self.first
         entries["seq"] = batch
         entries["eps0"] = plan.eps0
-        entries["values"] = self.mechanism.perturb(v, _Words(words)) if len(rows) else v
+        entries["values"] = self._privatise(v, entries["device"], t0) if len(rows) else v
         self.counters.entries_built += len(rows)
         return entries
+
+    def _privatise(self, v: np.ndarray, devices: np.ndarray, t0: int) -> np.ndarray:
+        """SW reports of ``v`` (rows: ``devices``' steps ``t0 ..``), the noise from the
+        PRF (module docstring, "Randomness")."""
+        steps = np.arange(t0, t0 + v.shape[1], dtype=np.uint64)
+        words = noise_words(self._noise, devices, steps)
+        extra = _PrfIntegers(self._noise, int(devices[0]), t0)
+        return self.mechanism.perturb(v, _Words(words, extra))
 
     def _acknowledged(self, ack: BulkAck, now: float) -> list[Outbound]:
         devices = np.frombuffer(ack.devices, dtype="<u4").astype(np.int64) - self.first

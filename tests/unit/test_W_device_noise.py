@@ -20,8 +20,8 @@ from ldpfleet.app.cli import app
 from ldpfleet.app.cli_options import DEVICE_NOISE_CHOICES
 from ldpfleet.collector.analytics import privacy_entry
 from ldpfleet.devices.graphs import generate
-from ldpfleet.devices.noise_entropy import DEVICE_NOISE, bulk_noise_keys, check_device_noise
-from ldpfleet.protocol.bulk import BulkGateway, BulkPlan, device_keys
+from ldpfleet.devices.noise_entropy import DEVICE_NOISE, bulk_noise_key, check_device_noise
+from ldpfleet.protocol.bulk import BulkGateway, BulkPlan, seeded_noise_key
 from ldpfleet.protocol.cadr_budget import CLIP_NOISE_CAVEATS, restate_device_noise
 from ldpfleet.protocol.cadr_theta_noise import polya_share
 from ldpfleet.protocol.dsr import dsr_release
@@ -152,25 +152,27 @@ def test_the_stream_claim_in_each_mode():
     assert "seed" not in privacy_entry({}, raw, "seeded")["claim"]  # no noise to replay
 
 
-def test_a_bulk_gateway_takes_its_noise_keys_from_the_device_side():
+def test_a_bulk_gateway_takes_its_noise_key_from_the_device_side():
     plan = BulkPlan(run="r", devices=5, steps=8, batch_steps=4, eps=2.0, w=4, seed=9)
 
-    def entries(keys):
-        gateway = BulkGateway(plan, 0, noise_keys=keys)
+    def entries(key):
+        gateway = BulkGateway(plan, 0, noise_key=key)
         gateway.start(0.0)
         rows = gateway._build(0, 0.0)
         return rows["values"].copy(), gateway.truth_sum.copy()
 
     seeded, truth = entries(None)
-    assert bulk_noise_keys("seeded", 5) is None
-    again, _ = entries(device_keys(plan, 0, 5))  # the seeded keys, injected: the same
+    assert bulk_noise_key("seeded") is None
+    again, _ = entries(seeded_noise_key(9))  # the seeded key, injected: the same
     assert np.array_equal(seeded, again)
-    first, truth_first = entries(bulk_noise_keys("os", 5))
-    second, truth_second = entries(bulk_noise_keys("os", 5))
+    first, truth_first = entries(bulk_noise_key("os"))
+    second, truth_second = entries(bulk_noise_key("os"))
     assert not np.array_equal(first, second) and not np.array_equal(first, seeded)
     assert np.array_equal(truth, truth_first) and np.array_equal(truth, truth_second)
-    with pytest.raises(ParameterError, match="noise_keys"):
-        BulkGateway(plan, 0, noise_keys=np.zeros(4, dtype=np.uint64))
+    assert len(bulk_noise_key("os")) == 32  # 256 bits of the OS's entropy per gateway
+    for bad in (b"\0" * 16, "k" * 32, np.zeros(4, dtype=np.uint64)):
+        with pytest.raises(ParameterError, match="noise_key"):
+            BulkGateway(plan, 0, noise_key=bad)
 
 
 def _replayed(result: dict, names: list[str], graph) -> tuple[int, list[int]]:

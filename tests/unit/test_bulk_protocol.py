@@ -18,10 +18,12 @@ from ldpfleet.protocol.bulk import (
     BulkLedger,
     BulkPlan,
     BulkReport,
+    NoisePrf,
     decode_bulk,
     encode_bulk,
     gateway_of_topic,
-    splitmix_words,
+    noise_words,
+    seeded_noise_key,
 )
 from ldpfleet.protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
 from ldpfleet.protocol.ledger import WindowAccount
@@ -305,14 +307,13 @@ def test_the_bulk_ledger_decides_as_the_window_account():
         ledger.charge_run(np.arange(50), 0, 1, 0.1)  # steps already charged
 
 
-def test_sw_through_splitmix_is_unbiased():
+def test_sw_through_the_noise_prf_is_unbiased():
     # n values at v = 0.3: the mean estimate's standard deviation is sqrt(Var / n); a
     # deviation beyond 4.9 sigma has probability 1e-6 (two-sided normal), and n = 200,000
     # makes the CLT error negligible.
     n, v, eps0 = 200_000, 0.3, 0.4
     sw = SquareWave(eps0)
-    keys = np.arange(n, dtype=np.uint64) * np.uint64(2654435761)
-    words = splitmix_words(keys, np.arange(1, dtype=np.uint64))
+    words = noise_words(NoisePrf(seeded_noise_key(3)), np.arange(n), np.arange(1))
     assert np.all((words >= 0) & (words < 2**62))
 
     class W:
