@@ -84,6 +84,7 @@ import json
 import os
 import re
 import secrets
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -684,23 +685,56 @@ def use_credentials(
 ) -> Iterator[None]:
     """Make ``credentials`` the ambient ones for this block; with ``export_dir``, also save
     them there (mode 0600) and name the file in ``LDPFLEET_CREDENTIALS`` so child processes
-    started in the block (device shards) find them. Restored when the block ends."""
+    started in the block (device shards) find them. Restored when the block ends.
+
+    Blocks of concurrent runs (threads, ``asyncio.gather``) may overlap in any order: the
+    variable names the newest block still open, and once the last one ends it is what it
+    was before the first (``_EXPORTS``; restoring each block's own "previous" left the
+    file of a run already ended, deleted, for the next run without credentials to load)."""
     token = _AMBIENT.set(credentials)
-    previous = os.environ.get(CREDENTIALS_ENV)
     path = None
     try:
         if credentials is not None and export_dir is not None:
             path = credentials.save(Path(export_dir) / "credentials.json")
-            os.environ[CREDENTIALS_ENV] = str(path)
+            _EXPORTS.opened(str(path))
         yield
     finally:
         _AMBIENT.reset(token)
         if path is not None:
-            if previous is None:
+            _EXPORTS.closed(str(path))
+            path.unlink(missing_ok=True)
+
+
+class _ExportedFiles:
+    """The credentials files the open ``use_credentials`` blocks of this process export,
+    oldest first, and the variable's value before the first of them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: list[str] = []
+        self._before: str | None = None
+
+    def opened(self, path: str) -> None:
+        """A block exports ``path``: the variable names it."""
+        with self._lock:
+            if not self._open:
+                self._before = os.environ.get(CREDENTIALS_ENV)
+            self._open.append(path)
+            os.environ[CREDENTIALS_ENV] = path
+
+    def closed(self, path: str) -> None:
+        """The block of ``path`` ended: the newest open one's file, else the value before."""
+        with self._lock:
+            self._open.remove(path)
+            if self._open:
+                os.environ[CREDENTIALS_ENV] = self._open[-1]
+            elif self._before is None:
                 os.environ.pop(CREDENTIALS_ENV, None)
             else:
-                os.environ[CREDENTIALS_ENV] = previous
-            path.unlink(missing_ok=True)
+                os.environ[CREDENTIALS_ENV] = self._before
+
+
+_EXPORTS = _ExportedFiles()
 
 
 # Mosquitto files ------------------------------------------------------------------------

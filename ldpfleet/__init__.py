@@ -19,7 +19,8 @@ The public API (docs/api.md). Everything below is imported on first use (PEP 562
 - stream analytics: ``detect_period`` (a ``PeriodEstimate``), ``cpr`` and ``cpr_many``
   (CPR's reconstruction, docs/cpr.md) with ``CprConfig`` and ``CprResult``;
 - errors: ``ParameterError`` (a bad argument, naming it: ``.field``), besides
-  ``ScenarioError``.
+  ``ScenarioError``, ``BrokerUnavailable`` (a ``ConnectionError``: no broker answers at
+  the URL) and ``TraceError`` (a ``ValueError``: no trace, or a damaged one).
 """
 
 from __future__ import annotations
@@ -64,12 +65,15 @@ _EXPORTS: dict[str, str] = {
     "CprResult": "ldpfleet.collector.cpr:CprResult",
     # errors
     "ParameterError": "ldpfleet.protocol.errors:ParameterError",
+    "BrokerUnavailable": "ldpfleet.broker.select:BrokerUnavailable",
+    "TraceError": "ldpfleet.broker.trace:TraceError",
 }
 
 # a literal list (type checkers read no other form); the same names as _EXPORTS
 # (tests/unit/test_library_user_typing.py)
 __all__ = [
     "AuditResult",
+    "BrokerUnavailable",
     "CprConfig",
     "CprResult",
     "DuchiMechanism",
@@ -82,6 +86,7 @@ __all__ = [
     "PiecewiseMechanism",
     "ScenarioError",
     "SquareWave",
+    "TraceError",
     "__version__",
     "cpr",
     "cpr_many",
@@ -101,6 +106,8 @@ __all__ = [
 
 if TYPE_CHECKING:  # what type checkers see: the same names (`as`: re-exported)
     from ldpfleet.audits import run_audit as run_audit
+    from ldpfleet.broker.select import BrokerUnavailable as BrokerUnavailable
+    from ldpfleet.broker.trace import TraceError as TraceError
     from ldpfleet.collector.audit.core import AuditResult as AuditResult
     from ldpfleet.collector.cpr import CprConfig as CprConfig
     from ldpfleet.collector.cpr import CprResult as CprResult

@@ -40,7 +40,8 @@ def run(
     the fast way to run many trials), ``"embedded"`` (an amqtt broker on a free port), an
     ``mqtt://``/``mqtts://`` URL or a ``Transport``; default the scenario's ``[broker]
     url``. ``out_dir``: the folder of the outputs (``results.json``, ``trace.sqlite``,
-    ``ledger.json``, ``report.html``; created, a previous run's files replaced). ``seed``:
+    ``ledger.json``, ``collector.sqlite``; no ``report.html``: ``ldpfleet report OUT``
+    writes it; created, a previous run's files replaced). ``seed``:
     an integer in [0, 2^63 - 1] (a numpy integer too) in place of ``[scenario] seed``; the
     same seed gives the same privatised values. ``run_id``: 1-64 characters of A-Z a-z 0-9
     _ . - (default the scenario's name and a random suffix). ``progress``: called as
@@ -245,10 +246,7 @@ def read_ledger(run_dir: str | os.PathLike, *, device: str | None = None) -> dic
     its spends are in results.json ``privacy``), ``ParameterError`` naming ``run_dir`` (not
     a path, or a ``ledger.json`` that is not a ledger) or ``device`` (not an owner: the
     owners are listed)."""
-    folder = _run_path(run_dir)
-    # the folder, its ledger.json, or another file of it (results.json, as read_results takes)
-    path = folder if folder.name == "ledger.json" else folder.parent / "ledger.json"
-    path = folder / "ledger.json" if folder.is_dir() else path
+    path = _ledger_path(_run_path(run_dir))
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist: is {run_dir} a run's output folder?")
     try:
@@ -284,6 +282,22 @@ def read_ledger(run_dir: str | os.PathLike, *, device: str | None = None) -> dic
             value=device,
         )
     return ledgers[device]
+
+
+# the files a run folder holds: a path to one of them (present or not) means its folder
+_RUN_FILES = ("results.json", "trace.sqlite", "collector.sqlite", "report.html")
+
+
+def _ledger_path(folder: Path) -> Path:
+    """The ledger.json of ``folder``: the folder's, the file itself, or, for another file of
+    the run (results.json, as read_results takes), the one beside it. A path that does not
+    exist and names no run file is a folder: its own ledger.json (then missing), never its
+    parent's (``read_ledger("runs/typo")`` read ``runs/ledger.json``)."""
+    if folder.name == "ledger.json":
+        return folder
+    if folder.is_file() or (folder.name in _RUN_FILES and not folder.is_dir()):
+        return folder.parent / "ledger.json"
+    return folder / "ledger.json"
 
 
 def _bulk_streams(folder: Path) -> dict[str, np.ndarray] | None:

@@ -41,7 +41,13 @@ class ProtocolError(Exception):
 
 
 class ParameterError(ProtocolError, ValueError):
-    """An invalid parameter given at construction time (our own configuration)."""
+    """An invalid argument or parameter, refused before anything ran: of a library call
+    (``ldpfleet.run``'s options, ``detect_period``'s reports, ``read_results``'s
+    ``run_dir``, ...) or of a mechanism or protocol being built (our own configuration).
+
+    ``field`` names it (``"out_dir"``, ``"reports[7]"``), ``limit`` the rule it broke and
+    ``value`` the value refused (for an array its shape or first bad entry; never key
+    material or secrets); the message says them in one sentence."""
 
 
 class LocalProtocolError(ProtocolError):

@@ -1230,6 +1230,10 @@ async def run_cadr_scenario(
 
 
 STALE_ARRAYS = ("reconstructions.npz", "truth_sample.npz")  # written only by some runs
+# what a run writes when it ends (a bulk run no ledger.json, ``ldpfleet.run`` no
+# report.html): a run that stops early, or writes fewer of them, must not leave the earlier
+# run's beside its own trace (``read_results`` / ``read_ledger`` read them as this run's)
+RUN_SUMMARIES = ("results.json", "ledger.json", "report.html")
 
 
 # a partitioned run's per-partition trace and store (``scenarios.merge``), with side files
@@ -1241,9 +1245,12 @@ def fresh_outputs(out_dir: str | Path) -> Path:
     run's ``trace-p{p}.sqlite`` and ``collector-p{p}.sqlite`` too: ``ldpfleet.read_reports``
     and ``trace verify`` read them as the run's), and the arrays only some runs write (a
     run without reconstruction would leave the earlier run's ``reconstructions.npz``
-    beside its own results)."""
+    beside its own results), and the summaries an earlier run wrote at its end
+    (``RUN_SUMMARIES``: a stopped run leaves no results.json, a bulk run no ledger.json)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    for name in RUN_SUMMARIES:
+        (out / name).unlink(missing_ok=True)
     for name in ("trace.sqlite", "collector.sqlite"):
         remove_trace(out / name)  # (the store is SQLite with the same side files)
     for stale in out.glob("*-p*.sqlite*"):
