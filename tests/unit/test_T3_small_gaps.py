@@ -42,3 +42,109 @@ def test_a_reading_with_a_negative_mass_is_refused():
     with pytest.raises(ParameterError) as error:
         joint_prior([0.5, 1.0], 2, 1.0, [0.6, 0.6, -0.2], [0, 1], 10, 1.0)
     assert error.value.field == "reading"
+
+
+def _stationarity(released, theta, eps_dsr, reading, thresholds, devices, sigma, p):
+    """``A_g / X_g + 2 c_g (R_g - X_g)`` per group at ``p`` (joint_prior's module docstring:
+    equal across the groups, = lambda, at the maximum), computed here from the definitions:
+    atoms 0..theta-1 and ">= theta"; groups the buckets below theta's and the cell U of
+    theta's bucket and every one above; ``c_g = n^2 / (2 sigma^2)``, times ``sum W_j^2``
+    (the reading's shares of U per bucket) for U."""
+    y, r = np.asarray(released, float), np.asarray(reading, float)
+    t, b = theta, theta / eps_dsr
+    bucket = np.searchsorted(np.array(thresholds), np.arange(r.size), side="left")
+    groups = np.minimum(np.append(bucket[:t], bucket[t]), bucket[t])
+    atoms = np.append(p[:t], p[t:].sum())
+    post = np.exp(-np.abs(y[:, None] - np.arange(t + 1)[None, :]) / b) * atoms
+    post /= post.sum(axis=1, keepdims=True)
+    big_a = np.bincount(groups, weights=post.sum(axis=0))
+    x = np.bincount(groups, weights=atoms)
+    in_u = np.arange(r.size) >= np.flatnonzero(bucket == bucket[t])[0]
+    centre = np.append(np.bincount(bucket[~in_u], weights=r[~in_u]), r[in_u].sum())
+    shares = np.bincount(bucket[in_u], weights=r[in_u])[bucket[t] :] / r[in_u].sum()
+    c = np.full(x.size, devices**2 / (2.0 * sigma**2))
+    c[-1] *= np.sum(shares**2)
+    return big_a / x + 2.0 * c * (centre - x)
+
+
+def test_the_joint_prior_maximises_the_penalised_likelihood_of_its_group_masses():
+    """Kills JP6 (the count term of the cell ``U`` without its factor ``sum W_j^2``, the
+    reading's shares of ``U`` per bucket): at the EM's fixed point the group masses satisfy
+    the documented M-step condition, the same multiplier for every group. Here ``U``
+    spreads over three buckets (``sum W_j^2`` ~ 0.37), the count term is as strong as the
+    releases' (``n = 200``, ``sigma = 10``)."""
+    from ldpfleet.collector.joint_prior import joint_prior
+
+    rng = np.random.default_rng(3301)
+    degrees = rng.integers(0, 11, 200)
+    theta, eps_dsr = 4, 2.0
+    released = np.minimum(degrees, theta) + rng.laplace(0.0, theta / eps_dsr, 200)
+    reading = np.full(11, 1.0 / 11)
+    thresholds = [1, 3, 6, 8]
+    args = (released, theta, eps_dsr, reading, thresholds, 200, 10.0)
+    p = joint_prior(*args, iterations=3000)
+    multipliers = _stationarity(*args, p)
+    assert np.ptp(multipliers) < 1e-3 * np.abs(multipliers).max()
+
+
+def test_a_theta_above_the_degree_bound_reads_as_the_bound():
+    """Kills JP8 (θ not clamped to the reading's degree bound ``D``): a θ search may end
+    above ``D``, and ``min(d, θ) = d`` for every degree then, the same releases' model as
+    ``θ = D``; unclamped, the atoms ran past the reading."""
+    from ldpfleet.collector.joint_prior import joint_prior, median_group_tilt
+
+    rng = np.random.default_rng(3302)
+    released = rng.integers(0, 6, 50) + rng.laplace(0.0, 3.0, 50)
+    reading = np.full(6, 1.0 / 6)
+    above = joint_prior(released, 9, 3.0, reading, [1, 3], 50, 5.0)
+    at = joint_prior(released, 5, 3.0, reading, [1, 3], 50, 5.0)
+    np.testing.assert_allclose(above, at, rtol=0, atol=1e-12)
+    tilted = median_group_tilt(released, 9, 3.0, reading, [1, 3], 0.05)
+    np.testing.assert_allclose(tilted, median_group_tilt(released, 5, 3.0, reading, [1, 3], 0.05))
+
+
+def test_the_median_tilt_is_kept_only_past_the_upper_quantile():
+    """Kills JP11 (the tilt kept when its statistic exceeds the LOWER ``level`` quantile of
+    chi2_1, ``chi2.ppf(level, 1)`` ~ 0, i.e. almost always): releases drawn from the
+    prior itself (lambda = 0 true) keep the prior at ``level = 1e-6``: the statistic passes
+    ``chi2.ppf(1 - 1e-6, 1)`` = 23.9 with probability 1e-6 (its chi2_1 law under the null,
+    the docstring's one-parameter check), so this fixed seed fails falsely at that rate."""
+    from ldpfleet.collector.joint_prior import median_group_tilt
+
+    rng = np.random.default_rng(3303)
+    prior = np.full(11, 1.0 / 11)
+    degrees = rng.integers(0, 11, 400)
+    released = np.minimum(degrees, 8) + rng.laplace(0.0, 8 / 4.0, 400)
+    out = median_group_tilt(released, 8, 4.0, prior, [2, 6], 1e-6)
+    np.testing.assert_array_equal(out, prior)
+
+
+def test_the_unpack_cap_must_fit_a_signed_64_bit_count(monkeypatch):
+    """Kills CP1 (``size > 2**63`` refused instead of ``>=``): 2**63 bytes does not fit
+    the signed 64-bit count the limit states (``< 2**63``); 2**63 - 1 does."""
+    from ldpfleet.devices.compressed import MAX_UNPACKED_ENV, max_unpacked
+
+    monkeypatch.setenv(MAX_UNPACKED_ENV, str(2**63))
+    with pytest.raises(ParameterError) as error:
+        max_unpacked()
+    assert error.value.field == MAX_UNPACKED_ENV
+    monkeypatch.setenv(MAX_UNPACKED_ENV, str(2**63 - 1))
+    assert max_unpacked() == 2**63 - 1
+
+
+def test_a_zip_declaring_one_byte_over_the_cap_is_refused():
+    """Kills CP6 (``total > limit + 1``): members declaring ``limit + 1`` bytes in all are
+    refused before any is read; exactly ``limit`` passes."""
+    import io
+    import zipfile
+
+    from ldpfleet.devices.compressed import UnpackedTooLarge, check_zip_size
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("a.npy", b"x" * 60)
+        archive.writestr("b.npy", b"y" * 41)
+    raw = buffer.getvalue()
+    check_zip_size(raw, 101)
+    with pytest.raises(UnpackedTooLarge):
+        check_zip_size(raw, 100)
