@@ -148,3 +148,29 @@ def test_a_zip_declaring_one_byte_over_the_cap_is_refused():
     check_zip_size(raw, 101)
     with pytest.raises(UnpackedTooLarge):
         check_zip_size(raw, 100)
+
+
+def test_em_owners_refuses_owners_out_of_order():
+    """Kills EM9 (only negative owners refused): ``em_owners`` documents each owner's rows
+    contiguous and refuses owners not sorted, naming the first out of order."""
+    from ldpfleet.collector.sw_em import em_owners
+
+    counts = np.ones((3, 4))
+    matrix = np.full((4, 2), 0.25)
+    em_owners(counts, matrix, [0, 0, 1])
+    with pytest.raises(ParameterError) as error:
+        em_owners(counts, matrix, [1, 0, 1])
+    assert (error.value.field, error.value.value) == ("owners", 0)
+
+
+def test_the_baselines_refuse_a_value_below_zero():
+    """Kills BL3 (``_unit_series`` refusing values above 1 only): the Laplace baseline's
+    and LBD's privacy rests on sensitivity 1, i.e. every value in ``[0, 1]``; -0.5 is
+    refused and named."""
+    from ldpfleet.collector.baselines import laplace_perturb, lbd
+
+    rng = np.random.default_rng(0)
+    for release in (lambda v: laplace_perturb(v, 1.0, rng), lambda v: lbd(v, 1.0, 2, rng)):
+        with pytest.raises(ParameterError) as error:
+            release(np.array([0.5, -0.5, 0.25]))
+        assert (error.value.field, error.value.value) == ("v", -0.5)
