@@ -174,3 +174,53 @@ def test_the_baselines_refuse_a_value_below_zero():
         with pytest.raises(ParameterError) as error:
             release(np.array([0.5, -0.5, 0.25]))
         assert (error.value.field, error.value.value) == ("v", -0.5)
+
+
+class _Draws:
+    """An ``rng`` whose ``laplace`` returns the given values in turn (LBD needs only it)."""
+
+    def __init__(self, *values: float) -> None:
+        self.values = iter(values)
+
+    def laplace(self, loc: float, scale: float) -> float:
+        return next(self.values)
+
+
+@pytest.mark.parametrize(("noise", "publishes"), [(6.2, False), (6.4, True)])
+def test_lbd_publishes_when_the_debiased_dissimilarity_beats_the_publication_error(
+    noise, publishes
+):
+    """Kills BL8 (the debiasing ``2 / eps1^2`` halved; also BL10, the publication error
+    ``2 / eps2^2`` halved, which tests/unit/test_cpr.py catches too): with eps = 1, w = 1,
+    ``eps1 = 0.5`` (bias 8) and ``eps2 = 0.25`` (error 32), a step whose value equals the
+    last release publishes iff the dissimilarity draw ``dis`` has ``dis^2 - 8 > 32``, i.e. ``dis > 6.32``."""
+    from ldpfleet.collector.baselines import lbd
+
+    result = lbd(np.array([0.5]), 1.0, 1, _Draws(noise, 0.0))
+    assert bool(result.published[0]) is publishes
+    assert result.eps_spent[0] == pytest.approx(0.75 if publishes else 0.5)
+
+
+def test_the_filter_baseline_of_an_empty_stream_is_empty():
+    """Kills BL13 (``sw_filter`` without its short-stream branch): an empty stream's
+    ``sosfiltfilt`` raised a bare numpy ValueError (shapes (2,2) (0,)); it is empty."""
+    from ldpfleet.collector.baselines import sw_filter
+    from ldpfleet.protocol.sw import SquareWave
+
+    assert sw_filter(np.array([]), SquareWave(1.0)).size == 0
+
+
+def test_the_moving_baseline_averages_before_it_clips():
+    """Kills BL14 (``sw_moving`` clipping the SW estimates before averaging them): the
+    module smooths the unbiased estimates first, so the average stays unbiased, and clips
+    the result."""
+    from ldpfleet.collector.baselines import moving_average, sw_moving
+    from ldpfleet.protocol.sw import SquareWave
+
+    mechanism = SquareWave(1.0)
+    y = np.array([mechanism.output_high, mechanism.output_low, mechanism.output_high] * 3)
+    estimates = np.asarray(mechanism.estimate(y), dtype=float)
+    assert estimates.max() > 1.0 and estimates.min() < 0.0
+    np.testing.assert_array_equal(
+        sw_moving(y, mechanism, 3), np.clip(moving_average(estimates, 3), 0.0, 1.0)
+    )
