@@ -193,7 +193,8 @@ def test_lbd_publishes_when_the_debiased_dissimilarity_beats_the_publication_err
     """Kills BL8 (the debiasing ``2 / eps1^2`` halved; also BL10, the publication error
     ``2 / eps2^2`` halved, which tests/unit/test_cpr.py catches too): with eps = 1, w = 1,
     ``eps1 = 0.5`` (bias 8) and ``eps2 = 0.25`` (error 32), a step whose value equals the
-    last release publishes iff the dissimilarity draw ``dis`` has ``dis^2 - 8 > 32``, i.e. ``dis > 6.32``."""
+    last release publishes iff the dissimilarity draw ``dis`` has ``dis^2 - 8 > 32``,
+    i.e. ``dis > 6.32``."""
     from ldpfleet.collector.baselines import lbd
 
     result = lbd(np.array([0.5]), 1.0, 1, _Draws(noise, 0.0))
