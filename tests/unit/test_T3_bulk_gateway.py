@@ -1,0 +1,71 @@
+"""``devices.bulk_gateway.gateway_outcome``: a shard's summed outcome, pinned by helper T3's
+planted-bug hunt (round 3): each mutant named was let pass by the suite's fast tests (the
+bulk end-to-end runs that read these figures are marked slow)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from ldpfleet.devices.bulk_gateway import gateway_outcome
+
+
+def _machine(count, rejected, sent, retransmitted, refusals, charges, spent, truth, clip):
+    counters = SimpleNamespace(
+        rejected=rejected,
+        entries_built=count,
+        messages_sent=sent,
+        retransmitted_entries=retransmitted,
+        ledger_refusals=refusals,
+    )
+    ledger = SimpleNamespace(charges=np.array(charges), max_window_spent=lambda: spent)
+    return SimpleNamespace(
+        count=count, counters=counters, ledger=ledger, truth_sum=truth, truth_clip=clip
+    )
+
+
+def test_a_shards_outcome_sums_its_gateways_and_keeps_the_worst_account():
+    """Kills BG2 (``ledger_refusals`` the largest gateway's, not the sum), BG3
+    (``max_window_spent`` the smallest gateway's: the shard's worst account is the largest),
+    BG4 (the smallest clipped reading taken over gateways that clipped nothing too: their
+    placeholder 0.0 won), BG5 (a rejection reason's count the last gateway's, not the sum),
+    BG6 (``retransmitted_entries`` counted as messages sent)."""
+    machines = [
+        _machine(3, {"late": 2, "bad": 1}, 7, 1, 2, [1, 2], 0.5, [1.0, 2.0], (2, 1, 0.25, 0.9)),
+        _machine(2, {"late": 3}, 5, 0, 1, [4], 0.75, [0.5, 0.5], (0, 0, 0.0, 0.0)),
+        _machine(4, {}, 6, 2, 0, [0, 1, 1], 0.25, [2.0, 1.0], (1, 1, 0.5, 1.5)),
+    ]
+    outcome = gateway_outcome(machines)
+    assert outcome["gateways"] == 3 and outcome["devices"] == 9
+    assert outcome["rejected"] == {"late": 5, "bad": 1}
+    assert outcome["messages_sent"] == 18 and outcome["retransmitted_entries"] == 3
+    assert outcome["ledger_refusals"] == 3 and outcome["ledger_charges"] == 9
+    assert outcome["max_window_spent"] == 0.75
+    assert outcome["truth_sum"] == pytest.approx([3.5, 3.5])
+    assert outcome["truth_clip"] == [3, 2, 0.25, 1.5]
+
+
+def test_a_gateway_draws_one_noise_key_per_device_it_runs(monkeypatch):
+    """Kills BG7 (the noise keys counted by the gateway's FIRST device index instead of its
+    device count): with ``device_noise = "os"`` gateway 0 then drew no key at all and
+    gateway 3 of 100-device gateways 300."""
+    import asyncio
+
+    from ldpfleet.devices import bulk_gateway
+
+    asked = []
+
+    class _Stop(Exception):
+        pass
+
+    def spy(mode, count):
+        asked.append((mode, count))
+        raise _Stop
+
+    plan = SimpleNamespace(gateway_range=lambda g: (g * 100, 100 if g < 3 else 40))
+    monkeypatch.setattr(bulk_gateway, "bulk_noise_keys", spy)
+    for gateway in (0, 3):
+        with pytest.raises(_Stop):
+            asyncio.run(bulk_gateway.run_bulk_gateway(None, plan, gateway, device_noise="os"))
+    assert asked == [("os", 100), ("os", 40)]
