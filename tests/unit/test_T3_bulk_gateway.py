@@ -4,6 +4,7 @@ bulk end-to-end runs that read these figures are marked slow)."""
 
 from __future__ import annotations
 
+import asyncio
 from types import SimpleNamespace
 
 import numpy as np
@@ -50,8 +51,6 @@ def test_a_gateway_draws_one_noise_key_per_device_it_runs(monkeypatch):
     """Kills BG7 (the noise keys counted by the gateway's FIRST device index instead of its
     device count): with ``device_noise = "os"`` gateway 0 then drew no key at all and
     gateway 3 of 100-device gateways 300."""
-    import asyncio
-
     from ldpfleet.devices import bulk_gateway
 
     asked = []
@@ -69,3 +68,77 @@ def test_a_gateway_draws_one_noise_key_per_device_it_runs(monkeypatch):
         with pytest.raises(_Stop):
             asyncio.run(bulk_gateway.run_bulk_gateway(None, plan, gateway, device_noise="os"))
     assert asked == [("os", 100), ("os", 40)]
+
+
+class _Conn:
+    """A connection that delivers ``payloads`` and records what is published, each
+    publish completing a few loop turns later (as over a socket)."""
+
+    def __init__(self, payloads):
+        self.payloads, self.published = payloads, []
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        return False
+
+    async def subscribe(self, *filters):
+        return None
+
+    async def messages(self):
+        from ldpfleet.broker.transport import Delivery
+
+        for payload in self.payloads:
+            yield Delivery("ldp/r/gw/in", payload)
+        await asyncio.Event().wait()  # the connection stays open
+
+    async def publish(self, topic, payload):
+        for _ in range(3):
+            await asyncio.sleep(0)
+        self.published.append(payload)
+
+
+class _Machine:
+    """A gateway machine that answers one decodable message with its last report."""
+
+    rows = ()
+
+    def __init__(self, *args, **kwargs):
+        self.done = False
+
+    def start(self, now):
+        return []
+
+    def next_timer(self):
+        return None
+
+    def receive(self, message, now):
+        from ldpfleet.protocol.events import Outbound
+
+        self.done = True
+        return [Outbound("ldp/r/gw/up", b"last report")]
+
+
+def test_a_gateway_survives_an_undecodable_message_and_sends_its_last_report(monkeypatch):
+    """Kills BG8 (a message the gateway refuses, ``RemoteProtocolError``, ending the
+    gateway instead of being logged: any garbage on its inbox stopped its devices) and
+    BG9 (no ``drain`` before the connection closes: the last reports, still being
+    published, were lost)."""
+    from ldpfleet.devices import bulk_gateway
+    from ldpfleet.protocol.errors import RemoteProtocolError
+
+    def decode(payload):
+        if payload == b"garbage":
+            raise RemoteProtocolError("not a bulk message")
+        return payload
+
+    conn = _Conn([b"garbage", b"ack"])
+    transport = SimpleNamespace(connect=lambda client_id: conn)
+    plan = SimpleNamespace(run="r", gateway_range=lambda g: (0, 1))
+    monkeypatch.setattr(bulk_gateway, "BulkGateway", _Machine)
+    monkeypatch.setattr(bulk_gateway, "decode_bulk", decode)
+    monkeypatch.setattr(bulk_gateway, "encode_bulk", lambda message: message)
+    monkeypatch.setattr(bulk_gateway, "stage_topic", lambda run: f"ldp/{run}/ctl/stage")
+    machine = asyncio.run(bulk_gateway.run_bulk_gateway(transport, plan, 0))
+    assert machine.done and conn.published == [b"last report"]
