@@ -225,3 +225,35 @@ def test_the_moving_baseline_averages_before_it_clips():
     np.testing.assert_array_equal(
         sw_moving(y, mechanism, 3), np.clip(moving_average(estimates, 3), 0.0, 1.0)
     )
+
+
+def test_data_compressed_more_than_max_layers_is_refused_as_such():
+    """Kills CP7 (no check after the last layer: the still-compressed bytes went on to
+    the text reader, refused as "not UTF-8 text (byte 0x8b ...)")."""
+    import gzip
+
+    from ldpfleet.devices.compressed import MAX_LAYERS, TooManyLayers, unpack
+
+    raw = b"a,b\n1,2\n"
+    for _ in range(MAX_LAYERS):
+        raw = gzip.compress(raw)
+    assert unpack(raw) == b"a,b\n1,2\n"
+    with pytest.raises(TooManyLayers):
+        unpack(gzip.compress(raw))
+
+
+def test_plain_data_ignores_the_unpack_cap_variable(monkeypatch):
+    """Kills CP8 (the cap read for data that is not compressed): a malformed
+    ``$LDPFLEET_MAX_UNPACKED`` refuses only what it would cap."""
+    from ldpfleet.devices.compressed import MAX_UNPACKED_ENV, unpack
+
+    monkeypatch.setenv(MAX_UNPACKED_ENV, "lots")
+    assert unpack(b"a,b\n") == b"a,b\n"
+
+
+def test_a_cap_of_a_whole_unit_is_named_in_that_unit():
+    """Kills CP9 (``size > scale``): a cap of exactly 1 GiB reads "1 GiB", not "1,024
+    MiB", in the refusal's rule."""
+    from ldpfleet.devices.compressed import UnpackedTooLarge
+
+    assert "at most 1 GiB unpacked" in UnpackedTooLarge("gzip", 1024**3, 1024**3 + 1).rule
