@@ -47,29 +47,6 @@ def test_a_shards_outcome_sums_its_gateways_and_keeps_the_worst_account():
     assert outcome["truth_clip"] == [3, 2, 0.25, 1.5]
 
 
-def test_a_gateway_draws_one_noise_key_per_device_it_runs(monkeypatch):
-    """Kills BG7 (the noise keys counted by the gateway's FIRST device index instead of its
-    device count): with ``device_noise = "os"`` gateway 0 then drew no key at all and
-    gateway 3 of 100-device gateways 300."""
-    from ldpfleet.devices import bulk_gateway
-
-    asked = []
-
-    class _Stop(Exception):
-        pass
-
-    def spy(mode, count):
-        asked.append((mode, count))
-        raise _Stop
-
-    plan = SimpleNamespace(gateway_range=lambda g: (g * 100, 100 if g < 3 else 40))
-    monkeypatch.setattr(bulk_gateway, "bulk_noise_keys", spy)
-    for gateway in (0, 3):
-        with pytest.raises(_Stop):
-            asyncio.run(bulk_gateway.run_bulk_gateway(None, plan, gateway, device_noise="os"))
-    assert asked == [("os", 100), ("os", 40)]
-
-
 class _Conn:
     """A connection that delivers ``payloads`` and records what is published, each
     publish completing a few loop turns later (as over a socket)."""
