@@ -241,6 +241,9 @@ def _union(db: sqlite3.Connection, parts: list[Path]) -> None:
             f"INSERT INTO temp.everything SELECT {_COLUMNS} FROM part.messages "
             "WHERE family != 'ctl'"
         )
+        # the INSERT opened a transaction (the sqlite3 module's implicit BEGIN): DETACH
+        # inside it raised "database part is locked" (helper T3, 2026-12-08)
+        db.commit()
         db.execute("DETACH DATABASE part")
     db.execute(
         f"CREATE TEMP VIEW messages AS SELECT row_number() OVER (ORDER BY time) AS id, "
