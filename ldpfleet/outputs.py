@@ -177,7 +177,9 @@ def read_reports(
     """The privatised reports the collector accepted in the run in ``run_dir``, each
     device's in step order: what ``detect_period`` and ``cpr`` take.
 
-    ``device``: one device's id (``"d0001"``); default every device. Returns a dict
+    ``run_dir`` may also be a file of the run (its ``results.json``, as ``read_results``
+    and ``read_ledger`` take). ``device``: one device's id (``"d0001"``); default every
+    device. Returns a dict
     ``{device: 1-D float64 array}`` (only devices with a report), or with ``device`` that
     device's array. The values are the mechanism's reports (``SwReport.values``: for ``sw``,
     in its output range around [0, 1], not physical units), each (device, batch) once, as
@@ -192,7 +194,7 @@ def read_reports(
     from ldpfleet.broker.trace import connect_readonly
     from ldpfleet.collector.store import device_values
 
-    folder = _run_path(run_dir)
+    folder = _folder_of(_run_path(run_dir))
     if device is not None and not (isinstance(device, str) and device):
         raise _refused(
             "device",
@@ -295,9 +297,16 @@ def _ledger_path(folder: Path) -> Path:
     parent's (``read_ledger("runs/typo")`` read ``runs/ledger.json``)."""
     if folder.name == "ledger.json":
         return folder
-    if folder.is_file() or (folder.name in _RUN_FILES and not folder.is_dir()):
-        return folder.parent / "ledger.json"
-    return folder / "ledger.json"
+    return _folder_of(folder) / "ledger.json"
+
+
+def _folder_of(path: Path) -> Path:
+    """The run folder ``path`` names: the folder itself, or the one holding ``path`` when it
+    is a file of the run (results.json, trace.sqlite, ...; also one not there yet: a run
+    file's name is never a folder's)."""
+    if path.is_file() or (path.name in _RUN_FILES and not path.is_dir()):
+        return path.parent
+    return path
 
 
 def _bulk_streams(folder: Path) -> dict[str, np.ndarray] | None:
