@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ldpfleet.broker.trace import TraceError
+from ldpfleet.scenarios.jsonout import write_results
 
 COPIED = ("trace.sqlite", "collector.sqlite", "reconstructions.npz")
 
@@ -156,7 +157,7 @@ def missing_shards(fleets: list[Path]) -> str | None:
 def _add_warning(results_path: Path, warning: str) -> None:
     document = json.loads(results_path.read_text())
     document["warnings"] = [*(document.get("warnings") or []), warning]
-    results_path.write_text(json.dumps(document, indent=2))
+    write_results(results_path, document)  # atomically: a stop mid-write keeps the old file
 
 
 def _check_pieces(collector: Path, fleets: list[Path], out: Path) -> None:
@@ -279,4 +280,4 @@ def _keep_trace_key(collector_results: Path, merged_results: Path) -> None:
     merged = json.loads(merged_results.read_text())
     if trace and not (merged.get("trace") or {}).get("public_key"):
         merged["trace"] = {**(merged.get("trace") or {}), **trace}
-        merged_results.write_text(json.dumps(merged, indent=2))
+        write_results(merged_results, merged)
