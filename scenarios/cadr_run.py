@@ -1289,5 +1289,5 @@ def write_cadr_results(out: Path, results: dict) -> dict:
     if ledgers is not None:
         run = results.get("run")
         document = ledger_document(ledgers, str(run) if run is not None else None)
-        (out / "ledger.json").write_text(json.dumps(document, indent=2))
+        write_results(out / "ledger.json", document, indent=2)
     return results

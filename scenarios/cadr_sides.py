@@ -78,6 +78,7 @@ from ldpfleet.scenarios.cadr_run import (
     scenario_header,
     write_cadr_results,
 )
+from ldpfleet.scenarios.jsonout import write_results
 from ldpfleet.scenarios.sides import (
     fleet_client_id,
     run_announcer,
@@ -398,8 +399,8 @@ def _write_fleet(
         "devices": devices,
     }
     ledgers = ledger_document({name: st.ledger for name, st in sorted(stats.items())}, run)
-    (out / "outcomes.json").write_text(json.dumps(outcomes, indent=2))
-    (out / "ledger.json").write_text(json.dumps(ledgers, indent=2))
+    write_results(out / "outcomes.json", outcomes, indent=2)  # atomically (scenarios.jsonout)
+    write_results(out / "ledger.json", ledgers, indent=2)
     return outcomes
 
 

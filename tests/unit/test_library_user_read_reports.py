@@ -81,3 +81,13 @@ def test_a_run_dir_of_the_wrong_type_is_named(value):
     with pytest.raises(ldpfleet.ParameterError) as info:
         ldpfleet.read_reports(value)
     assert info.value.field == "run_dir"
+
+
+def test_a_file_of_the_run_names_its_folder(run_dir):
+    """``read_reports`` takes the run's results.json (or trace.sqlite) as ``read_results``
+    and ``read_ledger`` do (helper U4: it looked for ``results.json/collector.sqlite``)."""
+    streams = ldpfleet.read_reports(run_dir)
+    for name in ("results.json", "trace.sqlite"):
+        by_file = ldpfleet.read_reports(run_dir / name)
+        assert sorted(by_file) == sorted(streams)
+        assert all(np.array_equal(by_file[d], streams[d]) for d in streams)
