@@ -31,6 +31,12 @@ a median eps_LB >= 0.9 eps):
   batches; all 0 vs one reading of node 0 at 1 (the declared adjacency); output what goes
   on ``rel/gcdp``; witnesses node 0's Laplace likelihood ratio over its releases and its
   released value on a grid of B_0 / 2.
+* ``gcdp-partitioned`` — the same release through a partitioned fleet
+  (``gcdp_partitioned_canary``): 3 partition workers' ``GcdpShare`` send their node means
+  (``GcdpWindowMeans``, codec), each delivered twice and node 0's once more late, to the
+  coordinator's ``GcdpReleaser`` (``given_means``); noise "seeded" (seed secret) or "os"
+  (the observer holds the seed and subtracts its seeded noise) per trial; witnesses as
+  ``gcdp``'s.
 * ``gau-dp`` — the analytic Gaussian baseline, (eps, delta): one coordinate moved by the
   l2 certificate.
 * ``devices`` — two devices of one fleet with their per-device generators: catches
@@ -343,6 +349,14 @@ def _gcdp(eps: float, delta: float) -> AuditSpec:
     return gcdp_spec(eps, delta)
 
 
+def _gcdp_partitioned(eps: float, delta: float) -> AuditSpec:
+    """GC-DP through a partitioned fleet's release path, both noise modes
+    (``collector/audit/gcdp_partitioned_canary.py``)."""
+    from ldpfleet.collector.audit.gcdp_partitioned_canary import gcdp_partitioned_spec
+
+    return gcdp_partitioned_spec(eps, delta)
+
+
 def _gau_dp(eps: float, delta: float) -> AuditSpec:
     """Gau-DP as the GC-DP bench calls it (``gau_dp`` with the caller's l2 certificate):
     two coordinates with bounds 0.1, certificate 0.1, coordinate 0 moved by the certificate.
@@ -420,6 +434,7 @@ BATTERY: dict[str, Callable[[float, float], AuditSpec]] = {
     "ndoe": _ndoe,
     "stream": _stream,
     "gcdp": _gcdp,
+    "gcdp-partitioned": _gcdp_partitioned,
     "gau-dp": _gau_dp,
     "devices": _devices,
 }

@@ -275,6 +275,67 @@ def _gcdp_window_redrawn(p: Patcher) -> None:
     p.setattr(gcdp_release.GcdpReleaseMachine, "_release", broken)
 
 
+def _gcdp_means_summed(p: Patcher) -> None:
+    """The coordinator's ``MeansAssembler`` takes a redelivered ``GcdpWindowMeans`` (QoS 1
+    resends a message whose ack was lost) as more data: a node's mean given again before
+    its window is complete is ADDED to the one filed instead of refused, so node 0's mean
+    counts twice and its move is 2 B_0 while the noise is scaled for B_0."""
+    from ldpfleet.protocol import gcdp_release
+
+    real = gcdp_release.MeansAssembler.add_means
+
+    def summed(self, k, nodes, means):
+        given = self._given.get(k)
+        index = np.asarray(nodes, dtype=int)
+        if given is not None and k not in self._taken and given[index].all():
+            self._means[k][index] += np.asarray(means, dtype=float)  # bug: counted twice
+            return bool(given.all())
+        return real(self, k, nodes, means)
+
+    p.setattr(gcdp_release.MeansAssembler, "add_means", summed)
+
+
+def _gcdp_released_per_partition(p: Patcher) -> None:
+    """The coordinator does not wait for every partition: each admitted ``GcdpWindowMeans``
+    of a window still incomplete publishes the window's means given so far (the missing
+    nodes at 0) with a FRESH draw, the one ledger charge left to the complete release;
+    node 0's mean, in before the others', is published once per later message."""
+    from ldpfleet.protocol import gcdp_release, topics
+    from ldpfleet.protocol.messages import GcdpRelease
+
+    real = gcdp_release.GcdpReleaseMachine.add_means
+
+    def early(self, k, devices, means):
+        real(self, k, devices, means)
+        assembler = self.assembler
+        if k not in assembler._given or assembler.complete(k):
+            return
+        th = self.theta
+        values = self._draw(assembler._means[k].copy(), th, self._rng)  # bug: no wait
+        self._send(
+            topics.rel(self.run, gcdp_release.RELEASE_KIND),
+            GcdpRelease(
+                run=self.run, sender=topics.COLLECTOR_ID, seq=k, window=k,
+                t0=k * th.window, steps=th.window, mechanism=gcdp_release.RELEASE_MECHANISM,
+                method=th.method, eps_cal=th.eps_cal, eps_rel=th.eps_rel,
+                adjacency=th.adjacency, values=values.tolist(), budgets=th.budgets.tolist(),
+                scales=th.scales.tolist(), bounds=th.bounds.tolist(), nodes=self.nodes,
+                edges=self._edges,
+            ),
+        )  # fmt: skip
+
+    p.setattr(gcdp_release.GcdpReleaseMachine, "add_means", early)
+
+
+def _gcdp_os_noise_seeded(p: Patcher) -> None:
+    """``release_rng(seed, "os")`` ignores the mode: the release's noise comes from the
+    run's seed, which results.json publishes (the "os" promise broken: whoever holds the
+    seed replays the noise and subtracts it)."""
+    from ldpfleet.collector import gcdp_stage
+
+    p.setattr(gcdp_stage, "noise_rng", lambda mode, seeded: seeded())
+
+
 def _gau_double(p: Patcher) -> None:
     from ldpfleet.collector.gcdp import baselines
 
@@ -656,6 +717,18 @@ MUTANTS: tuple[Mutant, ...] = (
            "GcdpReleaseMachine sends each window again with a fresh draw, one ledger charge",
            _gcdp_window_redrawn, (("gcdp", 1.0),),
            (_U + "test_gcdp_release_protocol.py", _U + "test_gcdp_fleet.py")),
+    Mutant("gcdp partition means counted twice",
+           "MeansAssembler adds a redelivered GcdpWindowMeans' mean to the one filed",
+           _gcdp_means_summed, (("gcdp-partitioned", 1.0),),
+           (_U + "test_gcdp_release_protocol.py",)),
+    Mutant("gcdp window released per partition message",
+           "each admitted GcdpWindowMeans publishes the incomplete window, fresh draw",
+           _gcdp_released_per_partition, (("gcdp-partitioned", 1.0),),
+           (_U + "test_gcdp_release_protocol.py",)),
+    Mutant("gcdp os noise from the seed",
+           'release_rng(seed, "os") ignores the mode: the noise replays from the seed',
+           _gcdp_os_noise_seeded, (("gcdp-partitioned", 1.0),),
+           (_U + "test_L_gcdp_release_noise.py",)),
     Mutant("gau-dp eps off by 2x", "sigma of the Gaussian for 2 eps", _gau_double,
            (("gau-dp", 1.0),), (_U + "test_gcdp_gaussian.py", _U + "test_gcdp_release.py")),
     Mutant("secagg device leaks its input", "dev00 sends encode(x) + PRG(b_u), no pairwise masks",
