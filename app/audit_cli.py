@@ -58,8 +58,8 @@ JOBS_MAX = 64
 # ``fleet-stream``, in order, for the help of ``audit`` without importing the battery
 # (scipy): tests/unit/test_cli_imports.py keeps them equal.
 BATTERY_NAMES = (
-    "rr", "laplace", "dsr", "sw", "sw01", "exponential", "ndoe", "stream", "gcdp", "gau-dp",
-    "devices", "duchi", "piecewise", "hybrid", "fleet-stream", "degree-star",
+    "rr", "laplace", "dsr", "sw", "sw01", "exponential", "ndoe", "stream", "gcdp",
+    "gcdp-partitioned", "gau-dp", "devices", "duchi", "piecewise", "hybrid", "fleet-stream", "degree-star",
     "degree-star-edge", "degree-er", "degree-connected", "degree-star-group", "degree-clip",
     "secagg", "secagg-split", "secagg-dropout", "lpea-answer", "cadr-dsr", "stream-ledger",
     "stream-batch", "stream-batch-laplace", "cadr-theta-count", "cadr-theta-count-dropout",

@@ -26,8 +26,10 @@ data and differ only in the noise.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 from ldpfleet.protocol.errors import ParameterError
@@ -39,6 +41,7 @@ __all__ = [
     "cadr_noise_rng",
     "check_device_noise",
     "noise_rng",
+    "stand_in_entropy",
 ]
 
 DEVICE_NOISE = ("seeded", "os")
@@ -58,8 +61,32 @@ def check_device_noise(mode: object) -> str:
     return str(mode)
 
 
+# the audits' stand-in for OS entropy (``stand_in_entropy``), None everywhere else
+_STAND_IN: contextvars.ContextVar[Callable[[], np.random.Generator] | None] = (
+    contextvars.ContextVar("ldpfleet_stand_in_entropy", default=None)
+)
+
+
+@contextlib.contextmanager
+def stand_in_entropy(factory: Callable[[], np.random.Generator]) -> Iterator[None]:
+    """Inside the block (this thread or task only), "os" mode's generators come from
+    ``factory()`` instead of the operating system: for an audit that runs the "os" path
+    many times and must be a fixed outcome of its own seed (collector/audit's
+    ``gcdp-partitioned``: an independent stream per run, unknown to the observer it
+    models). Never used by a run."""
+    token = _STAND_IN.set(factory)
+    try:
+        yield
+    finally:
+        _STAND_IN.reset(token)
+
+
 def _own_entropy() -> np.random.Generator:
-    """A generator seeded from the operating system's entropy (never stored)."""
+    """A generator seeded from the operating system's entropy (never stored), or the
+    audit's stand-in inside ``stand_in_entropy``."""
+    factory = _STAND_IN.get()
+    if factory is not None:
+        return factory()
     return np.random.default_rng(np.random.SeedSequence())
 
 

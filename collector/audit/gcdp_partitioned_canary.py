@@ -50,9 +50,10 @@ two Laplace draws, so this entry certifies less than ``gcdp`` on the same runs; 
 the partitioned path's and the "os" mode's planted bugs (``mutants``: a redelivered
 partition's means summed, a window released per partition message, "os" ignored).
 
-Randomness only from the generators (and, in "os" trials, the OS entropy the fleet's "os"
-mode reads: those trials, and so the entry's figures, are not reproducible from the
-audit's seed; the selection/evaluation split keeps the audit's guarantee). No time, no I/O.
+Randomness only from the generators: in "os" trials the fleet's "os" path runs with a
+stand-in for OS entropy (``OS_STAND_IN_TAG``; ``devices.noise_entropy.stand_in_entropy``),
+independent of the run's seed as OS entropy is, so the entry's figures are a fixed outcome
+of the audit's seed like every other entry's. No time, no I/O.
 """
 
 from __future__ import annotations
@@ -78,6 +79,10 @@ __all__ = [
 ENTRY = "gcdp-partitioned"
 PARTITIONS = 3  # partition_of puts node0, node1, node2 in partitions 1, 0, 2
 NOISE_MODES = ("seeded", "os")
+# "os" runs draw from a stand-in for OS entropy (``devices.noise_entropy.stand_in_entropy``):
+# default_rng((OS_STAND_IN_TAG, run seed)), a stream no scenario seed's generator reaches
+# and the observer does not model, so every row is a fixed outcome of ``--seed``
+OS_STAND_IN_TAG = 0x05E7
 OTHER_MODE = -4e12  # a seeded-runs witness's score of an "os" run (below NO_RELEASE)
 
 
@@ -149,21 +154,19 @@ def partitioned_release(
     (``worker_payloads(theta.window, moved)``, computed here when None)."""
     from ldpfleet.collector.gcdp.windows import GcdpReleaser, laplace_draw
     from ldpfleet.collector.gcdp_stage import LEDGER_OWNER, release_rng
+    from ldpfleet.devices.noise_entropy import stand_in_entropy
     from ldpfleet.protocol import codec, topics
     from ldpfleet.protocol.errors import RemoteProtocolError
     from ldpfleet.protocol.ledger import PrivacyLedger
     from ldpfleet.protocol.messages import GcdpRelease
 
     w = theta.window
+    with stand_in_entropy(lambda: np.random.default_rng((OS_STAND_IN_TAG, seed))):
+        generator = release_rng(seed, noise)  # "os": the stand-in, not the seed's stream
     coordinator = GcdpReleaser(
-        RUN,
-        list(GCDP_NODES),
-        theta,
-        w,
-        PrivacyLedger(LEDGER_OWNER),
-        release_rng(seed, noise),
+        RUN, list(GCDP_NODES), theta, w, PrivacyLedger(LEDGER_OWNER), generator,
         given_means=True,
-    )
+    )  # fmt: skip
     refused = 0
     if payloads is None:
         payloads = worker_payloads(w, moved)

@@ -31,14 +31,15 @@ def test_every_other_entry_runs_at_every_budget():
             assert battery.audit_all_budgets(name, budgets) == budgets, name
 
 
-def test_the_default_battery_is_91_audits():
+def test_the_default_battery_is_94_audits():
     from ldpfleet.app.audit_cli import _battery
 
     names = tuple(_battery().BATTERY)
-    # degree-clip (helper P) made 29 entries 30, secagg-dropout (helper S) 31
-    assert len(names) == 31
+    # degree-clip (helper P) made 29 entries 30, secagg-dropout (helper S) 31,
+    # gcdp-partitioned (helper G3) 32
+    assert len(names) == 32
     tasks = audit_tasks((0.5, 1.0, 2.0), None)
-    assert len(tasks) == 3 * 31 - 2 == 91
+    assert len(tasks) == 3 * 32 - 2 == 94
     assert [e for m, e in tasks if m == DROPOUT] == [2.0]
     assert [m for m, _ in tasks] == sorted((m for m, _ in tasks), key=names.index)
 

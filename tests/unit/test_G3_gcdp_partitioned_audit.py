@@ -4,13 +4,16 @@ the coordinator's ``GcdpReleaser`` with ``given_means``) in both noise modes; th
 path passes and each bug planted in the partitioned path or the "os" mode is a certified
 violation.
 
-Error rates. The "os" runs read OS entropy, so an audit of this entry is not a fixed
-outcome of its seed. The honest audit runs at gamma = 1e-6: the audit's Clopper-Pearson
-guarantee makes a false alarm <= 1e-6 for every realisation of the entropy. The mutant
-audits run at gamma = 0.05 (their derivation below each test)."""
+Error rates. The "os" runs draw from the canary's stand-in for OS entropy (independent of
+the run's seed, as OS entropy is), so every test below is a fixed outcome of SEED and a
+failure can be replayed. The honest
+audit runs at gamma = 1e-6: the audit's Clopper-Pearson guarantee makes a false alarm
+<= 1e-6 for every realisation of the entropy. The mutant audits run at gamma = 0.05 (their
+derivation below each test)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from ldpfleet.collector.audit.battery import BATTERY, FUNCTION_LEVEL, build_spec, run_audit
 from ldpfleet.collector.audit.gcdp_canary import GCDP_NODES, fleet_release, fleet_theta
@@ -26,6 +29,8 @@ from ldpfleet.protocol.partition import GcdpWindowMeans
 
 SEED = 3  # the audit tests' seed (tests/unit/test_audit.py)
 ENTRY = "gcdp-partitioned"
+
+
 MUTANTS = (
     "gcdp partition means counted twice",
     "gcdp window released per partition message",
@@ -104,11 +109,29 @@ def test_each_partitioned_mutant_is_a_certified_violation(name):
     #   B_0: on the os runs alone the likelihood ratio >= 1 has ~1,000 hits under D' and
     #   none under D, the bound ~ln(0.48 / 0.0018) = 5.6 (development seed 0: 5.57); this
     #   one is a fixed outcome of the seed (the mutant reads no OS entropy).
-    # The first two read OS entropy in their "os" runs, so their outcome is not a fixed
-    # function of the seed: the selection may pick an all-runs witness, weaker than the
-    # seeded-runs ones above (fresh seeds 21-23 and 31-33: 1.37-2.37, every one a
-    # violation; docs/preregistration/G3-gcdp-partitioned-audit*.md).
+    # The selection may pick an all-runs witness, weaker than the seeded-runs ones above
+    # (fresh seeds 21-23 and 31-33 with OS entropy: 1.37-2.37, every one a violation;
+    # docs/preregistration/G3-gcdp-partitioned-audit*.md); a fixed outcome of SEED.
     with planted(mutant_named(name)):
         result = run_audit(ENTRY, 1.0, gamma=0.05, seed=SEED)
     assert result.verdict == "violation", result
     assert result.eps_lb > 1.0
+
+
+def test_an_os_run_is_a_fixed_outcome_of_the_audit_seed_and_the_fleet_reads_the_os():
+    # the canary's "os" runs draw from its stand-in (a row of `audit all --seed S` is the
+    # same every time; scripts/A_audit_digest.py --check relies on it) ...
+    theta = fleet_theta(1.0)
+    assert partitioned_release(theta, False, 12345, "os") == partitioned_release(
+        theta, False, 12345, "os"
+    )
+    # ... while outside the stand-in "os" mode reads fresh OS entropy: two generators'
+    # first 64-bit words agree with probability 2^-64
+    from ldpfleet.devices.noise_entropy import noise_rng, stand_in_entropy
+
+    never = lambda: pytest.fail("a seeded stream in os mode")  # noqa: E731
+    first, second = (noise_rng("os", never).integers(2**63) for _ in range(2))
+    assert first != second
+    with stand_in_entropy(lambda: np.random.default_rng(5)):
+        inside = noise_rng("os", never).integers(2**63)
+    assert inside == np.random.default_rng(5).integers(2**63)
