@@ -679,6 +679,12 @@ def ambient() -> Credentials | None:
     return Credentials.load(path) if path else None
 
 
+# the credentials file this context's use_credentials block exported (child_environment)
+_EXPORTED: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "ldpfleet_credentials_file", default=None
+)
+
+
 @contextlib.contextmanager
 def use_credentials(
     credentials: Credentials | None, *, export_dir: Path | None = None
@@ -692,17 +698,32 @@ def use_credentials(
     was before the first (``_EXPORTS``; restoring each block's own "previous" left the
     file of a run already ended, deleted, for the next run without credentials to load)."""
     token = _AMBIENT.set(credentials)
-    path = None
+    path = exported = None
     try:
         if credentials is not None and export_dir is not None:
             path = credentials.save(Path(export_dir) / "credentials.json")
+            exported = _EXPORTED.set(str(path))
             _EXPORTS.opened(str(path))
         yield
     finally:
         _AMBIENT.reset(token)
         if path is not None:
+            _EXPORTED.reset(exported)
             _EXPORTS.closed(str(path))
             path.unlink(missing_ok=True)
+
+
+def child_environment() -> dict[str, str]:
+    """The environment for a child process this context starts: ``os.environ`` with
+    ``LDPFLEET_CREDENTIALS`` naming the file of this context's own ``use_credentials``
+    block. The process-wide variable names the newest block still open, which for
+    concurrent runs (threads, ``asyncio.gather``) is another run's: a child inheriting it
+    would log in to its run's broker with the other run's passwords."""
+    env = dict(os.environ)
+    path = _EXPORTED.get()
+    if path is not None:
+        env[CREDENTIALS_ENV] = path
+    return env
 
 
 class _ExportedFiles:

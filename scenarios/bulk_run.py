@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from ldpfleet.broker.auth import AuthError, Credentials, use_credentials
+from ldpfleet.broker.auth import AuthError, Credentials, child_environment, use_credentials
 from ldpfleet.broker.mqtt import MqttTransport
 from ldpfleet.broker.pump import cancel_all
 from ldpfleet.broker.recorder import TraceRecorder, remove_trace
@@ -444,6 +444,7 @@ async def _spawn(children: list, *args: str) -> asyncio.subprocess.Process:
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "ldpfleet.scenarios.bulk_run", *args,
         stdout=asyncio.subprocess.PIPE, preexec_fn=die_with_parent, start_new_session=True,
+        env=child_environment(),  # this run's credentials file, not a concurrent run's
     )  # fmt: skip
     children.append(process)
     return process

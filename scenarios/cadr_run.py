@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from ldpfleet.broker.auth import child_environment
 from ldpfleet.broker.recorder import TraceRecorder, control_filters, remove_trace
 from ldpfleet.broker.relay import run_peer_relay
 from ldpfleet.broker.select import open_broker
@@ -530,6 +531,7 @@ async def _spawn_shard(
         device_noise,
         stdout=asyncio.subprocess.PIPE,
         limit=2**26,
+        env=child_environment(),  # this run's credentials, not a concurrent run's (R7)
     )
 
 

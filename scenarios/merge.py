@@ -45,8 +45,9 @@ def merge_run(
     _check_pieces(collector, fleets, Path(out_dir))
     partitions = [d for d in fleets if _partition_index(d) is not None]
     fleets = [d for d in fleets if d not in partitions]
-    if partitions or isinstance(read_object(results).get("partitions"), int):
-        collector = merge_partition_dirs(collector, partitions, out_dir)
+    # every refusal of the fleet pieces before the first write (merge_partition_dirs
+    # writes OUT/collector and links the workers' traces): a refused merge leaves OUT as
+    # it was
     for directory in fleets:
         if not (directory / "outcomes.json").exists():
             raise TraceError(f"no outcomes.json in {directory}: is it a fleet shard's --out?")
@@ -54,6 +55,8 @@ def merge_run(
         if (directory / "ledger.json").exists():
             read_object(directory / "ledger.json")
     refuse_a_shard_given_twice(fleets)
+    if partitions or isinstance(read_object(results).get("partitions"), int):
+        collector = merge_partition_dirs(collector, partitions, out_dir)
     missing = missing_shards(fleets)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
