@@ -1238,6 +1238,30 @@ STALE_ARRAYS = ("reconstructions.npz", "truth_sample.npz")  # written only by so
 RUN_SUMMARIES = ("results.json", "ledger.json", "report.html")
 
 
+def _an_earlier_runs(path: Path) -> bool:
+    """Whether ``path`` (a ``RUN_SUMMARIES`` name) is an earlier ldpfleet run's: a JSON
+    object with a ``run`` or ``scenario`` key or a device ledger (an object with
+    ``accounts``) — results.json and ledger.json of every kind of run —, or a page
+    saying "ldpfleet report" near its top. A user's own file of that name in a folder given
+    as OUT is left alone (review R7: the names are generic)."""
+    try:
+        if path.suffix == ".json":
+            with path.open("rb") as file:
+                head = file.read(1 << 16)
+            if not head.lstrip().startswith(b"{"):
+                return False
+            document = json.loads(path.read_bytes())
+            return isinstance(document, dict) and (
+                "run" in document
+                or "scenario" in document
+                or any(isinstance(v, dict) and "accounts" in v for v in document.values())
+            )
+        with path.open("rb") as file:
+            return b"ldpfleet report" in file.read(1 << 16)
+    except (OSError, ValueError):
+        return False
+
+
 # a partitioned run's per-partition trace and store (``scenarios.merge``), with side files
 PARTITION_FILES = re.compile(r"(trace|collector)-p\d+\.sqlite(-wal|-shm)?")
 
@@ -1252,7 +1276,8 @@ def fresh_outputs(out_dir: str | Path) -> Path:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for name in RUN_SUMMARIES:
-        (out / name).unlink(missing_ok=True)
+        if _an_earlier_runs(out / name):
+            (out / name).unlink()
     for name in ("trace.sqlite", "collector.sqlite"):
         remove_trace(out / name)  # (the store is SQLite with the same side files)
     for stale in out.glob("*-p*.sqlite*"):

@@ -146,7 +146,8 @@ def test_a_bulk_run_leaves_no_earlier_runs_ledger(tmp_path):
     """A bulk run writes no ledger.json: the earlier run's was read as its own."""
     out = tmp_path / "x"
     ldpfleet.run(ldpfleet.parse_scenario(_sections(2)), broker="memory", out_dir=out)
-    (out / "report.html").write_text("<p>run A</p>")  # as `ldpfleet run` writes one
+    # as `ldpfleet run` writes one (its sub-heading names the tool)
+    (out / "report.html").write_text("<p class='sub'>ldpfleet report of x</p>")
     bulk = ldpfleet.parse_scenario(_sections(3, connection="bulk"))
     assert ldpfleet.run(bulk, broker="memory", out_dir=out)["devices"] == 3
     with pytest.raises(FileNotFoundError):
@@ -210,3 +211,30 @@ def test_help_of_parameter_error_says_what_it_carries():
     doc = inspect.getdoc(ldpfleet.ParameterError)
     assert all(f"``{attribute}``" in doc for attribute in ("field", "limit", "value"))
     assert "ldpfleet.run" in doc and "detect_period" in doc
+
+
+def test_a_users_own_files_of_those_names_in_out_are_left_alone(tmp_path):
+    """``fresh_outputs`` removes an earlier run's results.json / ledger.json / report.html
+    (helper U4) but not a user's own files that happen to carry those names in the folder
+    given as OUT (review R7: the names are generic)."""
+    from ldpfleet.scenarios.cadr_run import fresh_outputs
+
+    ours = {
+        "results.json": '{"run": "r-1", "scenario": {}}',
+        "ledger.json": '{"d0000": {"accounts": {}}}',
+        "report.html": "<html><p class='sub'>ldpfleet report of x</p></html>",
+    }
+    theirs = {
+        "results.json": "[1, 2, 3]",
+        "ledger.json": '{"income": 10}',
+        "report.html": "<html>my quarterly report</html>",
+    }
+    for files, removed in ((ours, True), (theirs, False)):
+        folder = tmp_path / str(removed)
+        folder.mkdir()
+        for name, text in files.items():
+            (folder / name).write_text(text)
+        fresh_outputs(folder)
+        assert {name: (folder / name).exists() for name in files} == dict.fromkeys(
+            files, not removed
+        )
