@@ -363,6 +363,34 @@ Search, refinement, fundamental
        (``EDGE_MULTIPLES = False``): it withdrew the true period of a noise-free
        amplitude-modulated cycle and 6 held-out exact answers (docs/preregistration/
        C-range-edge-v3.md).
+    11. Permutation gate on quiet short streams (claim C3; helper K, FAILED as a gate on every
+       short stream, docs/preregistration/K-short-stream-permutation.md; helper K2, 2026-12-07,
+       docs/preregistration/K2-quiet-permutation.md, FAILED (d): it withdrew true 3-cycle
+       pulse trains at n 24-75, see its Result; ``_permutation_checked``,
+       ``collector/period_permutation.py``): a claim of any route on a stream of at most
+       ``PERMUTATION_STREAM = 300`` samples that is QUIET (``quiet_ratio``: the narrowest
+       window holding ``QUIET_SHARE`` = half the reports spans at most ``QUIET_WIDTH =
+       0.125`` of their range) stands only if the stream's fold statistic (the best F tail
+       over every searched period and harmonic level of the quadratic-detrended fold) beats
+       ``PERMUTATION_DRAWS = 999`` random orders of its own reports at permutation p <=
+       ``PERMUTATION_ALPHA = 0.005``; otherwise it abstains (``candidate`` the withdrawn
+       period, ``permutation_p`` its p-value). Why: SW reports of a quiet level off the middle
+       (72-80 % within +-b of it at eps0 >= 3, the rest uniform) are a skewed, heavy-tailed
+       noise on which the gates' normal and Whittle null models over-reject at few reports per
+       phase: such aperiodic streams of 45-150 samples got a period in 1.2 % of 30,000
+       (up to 3.8 % in a cell; helper H, docs/heldout-cpr.md). The ratio reads the reports'
+       values, not their order, nor eps0, so on exchangeable reports (a level plus i.i.d.
+       noise, spikes at i.i.d. times) a claim survives with probability at most 0.005
+       whatever route made it; at eps0 <= 2 SW's own spread keeps every stream above the
+       ratio, so the gate never meets the moderate-budget periodic streams on which K's gate
+       on all short streams lost 2 % of the exact answers. Red nulls are not exchangeable and
+       stay with steps 3b-6. It only withdraws claims. Evaluation (fresh block 120,000,
+       ``scripts/K2_eval.py``): quiet-level claims 355 -> 81 of 30,000 (0.27 %, 95 % upper
+       0.33 %, worst cell 5 of 500); exact answers on the grid's (25, 12) and (50, 3) cells
+       3,000 -> 2,998, on helper H's (13, 4) and (90, 3) cells 202 -> 202. Cost: none above
+       300 samples or on a stream that is not quiet; a checked claim reads all 999 draws
+       (``detect_period`` median 17 ms at n <= 100, 85 ms at 101-200, 242 ms at 201-300), a
+       withdrawn one stops once 5 draws reach it.
 
 Long memory (issue 19, held-out families)
     The AR(1) shapes cannot follow a power law ``w^(-2 d)`` over more than a decade of
@@ -396,7 +424,8 @@ patches work as before): ``period_constants`` (the tuning constants), ``period_i
 (stream and option validation), ``period_result`` (``PeriodEstimate``), ``period_whiten``
 (background fits, whitening, FFT and fold primitives), ``period_screen`` (step 1's
 screening and ``shift_discrepancy``), ``period_stats`` (the exact tests), ``period_refine``
-(integer refinement and the fundamental), ``period_search`` (``_Search``, steps 1-10).
+(integer refinement and the fundamental), ``period_search`` (``_Search``, steps 1-10),
+``period_permutation`` (step 11's gate on quiet short streams).
 Setting ``period.NAME`` (``monkeypatch.setattr(period, "SHORT_STREAM", ...)``) sets ``NAME``
 in every ``period_*`` module that holds it (``_ForwardingModule``), so a patched constant
 or helper reaches the code that reads it.
@@ -414,6 +443,7 @@ import types
 import numpy as np
 from ldpfleet.collector import period_constants as _period_constants
 from ldpfleet.collector import period_input as _period_input
+from ldpfleet.collector import period_permutation as _period_permutation
 from ldpfleet.collector import period_refine as _period_refine
 from ldpfleet.collector import period_result as _period_result
 from ldpfleet.collector import period_screen as _period_screen
@@ -466,7 +496,13 @@ from ldpfleet.collector.period_constants import (  # noqa: F401 - re-exported: p
     PAD,
     PENALTY_CYCLES,
     PENALTY_SLOPE,
+    PERMUTATION_ALPHA,
+    PERMUTATION_BATCH,
+    PERMUTATION_DRAWS,
+    PERMUTATION_STREAM,
     PHI_GRID,
+    QUIET_SHARE,
+    QUIET_WIDTH,
     RANK_HEAD,
     SCRATCH_FLOATS,
     SCREEN_CACHE_PERIODS,
@@ -496,6 +532,19 @@ from ldpfleet.collector.period_input import (  # noqa: F401 - re-exported: perio
     check_stream,
     is_time_column,
     stream_kind,
+)
+from ldpfleet.collector.period_permutation import (  # noqa: F401 - re-exported: period.NAME
+    _LOG_FLOOR,
+    _detrended,
+    _fold_columns,
+    _minus_log_tail,
+    _seed,
+    fold_statistic,
+    gate_applies,
+    gate_passes,
+    permutation_p,
+    quiet_ratio,
+    reaches,
 )
 from ldpfleet.collector.period_refine import (  # noqa: F401 - re-exported: period.NAME
     _batch_pays,
@@ -647,6 +696,7 @@ class _ForwardingModule(types.ModuleType):
 _SPLIT_MODULES = (
     _period_constants,
     _period_input,
+    _period_permutation,
     _period_result,
     _period_whiten,
     _period_screen,
@@ -724,7 +774,37 @@ def _estimate(
         return PeriodEstimate(None, 0.0, {}, (n,), max_period=max_period)
     search = _Search(arr, xd, min_period, max_period, alpha)
     best = search.screen(top_peaks)
-    return search.decide(*best)
+    return _permutation_checked(arr, search.decide(*best), min_period, max_period)
+
+
+def _permutation_checked(
+    arr: np.ndarray, estimate: PeriodEstimate, min_period: int, max_period: int
+) -> PeriodEstimate:
+    """Step 11 (``collector/period_permutation.py``): a claim on a QUIET stream
+    (``quiet_ratio`` at most ``QUIET_WIDTH``) of at most ``PERMUTATION_STREAM`` samples stands
+    only if its fold statistic over the searched range (widened to the claimed period) beats
+    the stream's own reports in random orders at ``PERMUTATION_ALPHA``; otherwise it abstains,
+    ``candidate`` the withdrawn period."""
+    period = estimate.period
+    if period is None or not _period_permutation.gate_applies(arr):
+        return estimate
+    lo, hi = min(min_period, period), max(max_period, period)
+    p = _period_permutation.permutation_p(arr, lo, hi)
+    if _period_permutation.gate_passes(p):
+        return dataclasses.replace(estimate, permutation_p=p)
+    return PeriodEstimate(
+        None,
+        0.0,
+        {},
+        (arr.size,),
+        max(estimate.p_value, p),
+        0,
+        estimate.tests,
+        estimate.max_period,
+        estimate.log_p,
+        period,
+        permutation_p=p,
+    )
 
 
 def _checked_arguments(reports, min_period, max_period, top_peaks, min_cycles, alpha):

@@ -72,6 +72,16 @@ FLOOR_SLACK = 2.0  # ... (_span_floor: log p minus this covers _log_sf's jitter 
 FAST_FOLD_BATCH = 1 << 15  # settle: batched partial DFTs, <= this many twiddles a call (512 KB)
 BY_ROW_COLUMNS = 64  # _by_row: columns of a Fortran-ordered array per row of its flat view
 SCRATCH_FLOATS = 1 << 18  # _scratch: Whittle temporaries up to this many floats reuse kept buffers
+# step 11 (helpers K and K2, docs/preregistration/K2-quiet-permutation.md): a claim on a QUIET
+# stream (quiet_ratio below QUIET_WIDTH) of at most PERMUTATION_STREAM samples is kept only if
+# its fold statistic beats B random orders of its reports (permutation p <= PERMUTATION_ALPHA;
+# exact on exchangeable, i.e. level-plus-noise, nulls)
+PERMUTATION_STREAM = 300
+PERMUTATION_DRAWS = 999  # B: p = (1 + #{draws >= observed}) / 1000, so <= 4 draws may reach it
+PERMUTATION_ALPHA = 0.005
+PERMUTATION_BATCH = 200  # draws per batch; the count stops once the gate cannot pass (curtailed)
+QUIET_SHARE = 0.5  # quiet_ratio: the narrowest window holding this share of the reports ...
+QUIET_WIDTH = 0.125  # ... is at most this fraction of their range (max - min)
 TRIM = 25.0  # bins with P / S > TRIM are lines, refitted without (P(Exp > 25) = 1.4e-11)
 
 

@@ -27,7 +27,9 @@ class PeriodEstimate:
     max_period)``, or None when it is empty (too short a stream for ``min_cycles`` cycles of
     the smallest period); ``clamped``: True when the caller's ``max_period`` was above
     ``n // min_cycles`` and was lowered to it (the search was narrower than asked; pass a
-    smaller ``min_cycles`` to reach longer periods).
+    smaller ``min_cycles`` to reach longer periods); ``permutation_p``: step 11's permutation
+    p-value when it checked a claim (quiet streams of at most ``PERMUTATION_STREAM`` samples;
+    None otherwise); a withdrawn claim abstains with ``candidate`` the withdrawn period.
     """
 
     period: int | None
@@ -42,3 +44,4 @@ class PeriodEstimate:
     candidate: int | None = None
     searched: tuple[int, int] | None = None
     clamped: bool = False
+    permutation_p: float | None = None

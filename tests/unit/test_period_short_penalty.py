@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from ldpfleet.app.cpr_period_baselines import autocorrelation_period, folded_variance_period
 from ldpfleet.collector.period import (
     PENALTY_SLOPE,
+    PERMUTATION_ALPHA,
     SHORT_ANOVA_ALPHA,
     SHORT_PENALTY_SLOPE,
     SHORT_STREAM,
@@ -47,8 +49,11 @@ def _pulse_reports(period: int, n: int, trial: int, eps0: float = 5.0) -> np.nda
 
 
 # the first trials (of 300 searched) where main abstained with the true period as its
-# candidate and the short slope claims it
-SHORT_FOUND = [(8, 24, 174), (12, 36, 183), (16, 50, 6), (25, 75, 70)]
+# candidate and the short slope claims it; (8, 24, 174), (12, 36, 183) and (16, 50, 6) were
+# here too: step 11's permutation gate withdraws them (3 quiet cycles, permutation p 0.007-
+# 0.011); what the issue asks of such streams is pinned by the two batch tests below
+# (docs/preregistration/K3-quiet-gate-issue-criteria.md)
+SHORT_FOUND = [(25, 75, 70)]
 
 
 @pytest.mark.parametrize(("period", "n", "trial"), SHORT_FOUND)
@@ -61,7 +66,7 @@ def test_a_short_pulse_train_is_found_with_the_short_slope(period, n, trial):
     assert estimate.candidate == period
 
 
-@pytest.mark.parametrize(("period", "n", "trial"), [(8, 24, 3), (12, 36, 1), (16, 50, 3)])
+@pytest.mark.parametrize(("period", "n", "trial"), [(12, 36, 1)])  # 8-24-3, 16-50-3: step 11
 def test_step_nine_claims_a_short_pulse_train_by_its_phase_anova(period, n, trial):
     """Pulse trains on which main abstained and steps 4-8 still abstain: step 9 claims the
     period whose phase ANOVA is smallest (``log_p`` is its p-value) because that p-value
@@ -76,6 +81,57 @@ def test_step_nine_claims_a_short_pulse_train_by_its_phase_anova(period, n, tria
     assert estimate.log_p == pytest.approx(logp, rel=1e-9)
     assert estimate.p_value == pytest.approx(np.exp(logp) * (n // 3 - 2), rel=1e-9)
     assert estimate.p_value < SHORT_ANOVA_ALPHA
+
+
+def test_on_three_cycle_pulse_trains_the_gate_only_withdraws_claims():
+    """The tests' own 3-cycle pulse trains ((8, 24), (12, 36), (16, 50), eps0 5, trials
+    1,000-1,039): step 11 never names another period; a claim it withdraws abstains naming it
+    as ``candidate`` with its permutation p above ``PERMUTATION_ALPHA``; it withdraws some
+    (the known cost: 3 quiet cycles are near the permutation test's reach). Fails if the gate
+    is off (nothing withdrawn) or if it replaced a claim by another period."""
+    withdrawn = 0
+    for period, n in ((8, 24), (12, 36), (16, 50)):
+        for trial in range(1000, 1040):
+            estimate = detect_period(_pulse_reports(period, n, trial))
+            if estimate.permutation_p is None:
+                continue  # the gate did not run (no claim, or not quiet)
+            if estimate.period is None:
+                withdrawn += 1
+                assert estimate.candidate is not None
+                assert estimate.permutation_p > PERMUTATION_ALPHA
+            else:
+                assert estimate.permutation_p <= PERMUTATION_ALPHA
+    assert withdrawn > 0
+
+
+@pytest.mark.parametrize(("period", "n"), [(8, 64), (16, 96)])
+def test_a_quiet_pulse_train_with_more_cycles_is_found_at_least_as_often_as_the_baselines(
+    period, n
+):
+    """Their shape with 8 and 6 cycles (eps0 5, trials 1,000-1,099, quiet: the gate checks
+    every claim): ``detect_period`` with step 11 is exact at least as often as each baseline
+    of issue 19 (folded variance, autocorrelation) up to a margin 4.75 sqrt(d), d the streams
+    where the two disagree (a one-sided normal bound on the paired difference under equal
+    accuracy, false failure ~1e-6); measured (K3): 99 / 98 / 85 and 96 / 95 / 83 of 100
+    (ours / fv / ac), margins 8.2 / 19.0 and 12.6 / 20.7. And step 11 withdraws none of them
+    (99 and 96 exact either way). Fails when the gate withdraws these claims (e.g.
+    ``PERMUTATION_ALPHA`` 1e-4, below 1 / (B + 1))."""
+    ours = {"fv": [], "ac": []}
+    hits = []
+    withdrawn = 0
+    for trial in range(1000, 1100):
+        reports = _pulse_reports(period, n, trial)
+        estimate = detect_period(reports)
+        hits.append(estimate.period == period)
+        withdrawn += estimate.period is None and estimate.permutation_p is not None
+        ours["fv"].append(folded_variance_period(reports) == period)
+        ours["ac"].append(autocorrelation_period(reports) == period)
+    hits = np.array(hits)
+    assert withdrawn == 0
+    for name, base in ours.items():
+        base = np.array(base)
+        disagree = int((hits != base).sum())
+        assert hits.sum() - base.sum() >= -4.75 * np.sqrt(max(disagree, 1)), name
 
 
 def test_anova_logp_is_the_one_way_anova_of_the_whole_cycles():
