@@ -807,7 +807,8 @@ def _shift_checked(
     period = estimate.period
     if period is None:
         return estimate
-    residual = _period_levelshift.shift_residual(arr, period)
+    scaled = _scale_free(arr)  # a claim means a nonzero stream; squares of 1e300 overflow
+    residual = _period_levelshift.shift_residual(scaled, period)
     if residual is None:
         return estimate
     if _estimate(residual, min_period, max_period, top_peaks, alpha).period is not None:

@@ -79,11 +79,41 @@ def fold_ss(x: np.ndarray, period: int) -> float:
     return float(np.sum(sums**2 / counts) - x.sum() ** 2 / x.size)
 
 
-def shift_residual(x: np.ndarray, period: int) -> np.ndarray | None:
-    """``x`` minus its step fit where the step model explains at least as much variance as the
-    fold at ``period`` (the claim must then be re-examined on it); None otherwise."""
+def hinge_fit(x: np.ndarray) -> np.ndarray:
+    """The least-squares fit of ``a + b t + c max(0, t - k)`` to ``x`` over every kink ``k``
+    in ``1 .. n - 2`` (a ramp that turns, e.g. a ramp then a flat level), by suffix sums
+    (``O(n)``): the gain of the hinge column over the line is ``(x~ . u~)^2 / (u~ . u~)``,
+    ``~`` the residual after regressing on ``1, t``."""
     x = np.asarray(x, float)
-    fit = step_fit(x)
+    n = x.size
+    t = np.arange(n, dtype=float)
+    line = np.polynomial.polynomial.polyfit(t, x, 1)
+    base = np.polynomial.polynomial.polyval(t, line)
+    if n < 4:
+        return base
+    k = np.arange(1, n - 1, dtype=float)
+    a0, a1, a2, x0, x1 = (np.cumsum(v[::-1])[::-1][1 : n - 1] for v in (t**0, t, t**2, x, t * x))
+    s_u = a1 - k * a0
+    s_uu = a2 - 2.0 * k * a1 + k * k * a0
+    tc = t - t.mean()
+    v = float(tc @ tc)
+    tu = (a2 - k * a1) - t.mean() * s_u  # sum (t - mean t) u
+    uu = s_uu - s_u**2 / n - tu**2 / v
+    xu = (x1 - k * x0) - x.sum() * s_u / n - float(tc @ x) * tu / v
+    gain = np.where(uu > 1e-12 * s_uu, xu**2 / np.maximum(uu, 1e-300), 0.0)
+    best = int(np.argmax(gain))
+    kink = np.maximum(t - k[best], 0.0)
+    design = np.column_stack([np.ones(n), t, kink])
+    coef = np.linalg.lstsq(design, x, rcond=None)[0]
+    return design @ coef
+
+
+def shift_residual(x: np.ndarray, period: int) -> np.ndarray | None:
+    """``x`` minus its level-shift fit (the better of ``step_fit`` and ``hinge_fit``) where
+    that fit explains at least as much variance as the fold at ``period`` (the claim must then
+    be re-examined on it); None otherwise."""
+    x = np.asarray(x, float)
+    fit = max((step_fit(x), hinge_fit(x)), key=lambda f: -float(np.sum((x - f) ** 2)))
     step_ss = float(np.sum((fit - x.mean()) ** 2))
     if step_ss < fold_ss(x, period):
         return None

@@ -8,7 +8,8 @@ L-level-shift.md). One ``detect_period`` run per stream gives the answer with st
     python scripts/L_eval.py speed
     python scripts/L_eval.py summary /tmp/L-null.jsonl /tmp/L-grid.jsonl /tmp/L-held.jsonl
 
-Null seeds ``[7311, family, n, variant, trial]`` (exploration used 7301); grid streams the
+Null seeds ``[SEED, family, n, variant, trial]``, SEED 7311 (v1; v2: ``--seed 7331``;
+exploration used 7301, 7302); grid streams the
 grid's own ``trial_rng`` at trials ``first ..`` (300 on: the grid's bench uses 0-39);
 held-out helper H's ``rng_for`` at trials ``first ..`` (H used 0-39)."""
 
@@ -66,7 +67,7 @@ def null(args, emit) -> None:
             for vi, (kind, level) in enumerate(m.VARIANTS):
                 new = old = 0
                 for trial in range(args.trials):
-                    rng = np.random.default_rng([NULL_SEED, fi, n, vi, trial])
+                    rng = np.random.default_rng([args.seed, fi, n, vi, trial])
                     if family == "mid":  # helper U4's stream: a step at the middle
                         h = rng.uniform(0.1, 1.0)
                         x = np.r_[np.zeros(n // 2), np.full(n - n // 2, h)]
@@ -194,6 +195,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out")
     ap.add_argument("--trials", type=int)
     ap.add_argument("--first", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=NULL_SEED, help="null streams' seed")
     args = ap.parse_args(argv)
     if args.part == "summary":
         summary(args.paths)
