@@ -546,6 +546,14 @@ from ldpfleet.collector.period_input import (  # noqa: F401 - re-exported: perio
     is_time_column,
     stream_kind,
 )
+from ldpfleet.collector.period_levelshift import (  # noqa: F401 - re-exported: period.NAME
+    _EXPLAINED,
+    _best_split,
+    fold_ss,
+    hinge_fit,
+    shift_residual,
+    step_fit,
+)
 from ldpfleet.collector.period_permutation import (  # noqa: F401 - re-exported: period.NAME
     _LOG_FLOOR,
     _detrended,
