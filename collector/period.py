@@ -366,7 +366,8 @@ Search, refinement, fundamental
     11. Permutation gate on quiet short streams (claim C3; helper K, FAILED as a gate on every
        short stream, docs/preregistration/K-short-stream-permutation.md; helper K2, 2026-12-07,
        docs/preregistration/K2-quiet-permutation.md, FAILED (d): it withdrew true 3-cycle
-       pulse trains at n 24-75, see its Result; ``_permutation_checked``,
+       pulse trains at n 24-75, see its Result; adopted 2026-12-08 by
+       docs/preregistration/K4-quiet-gate-land.md, PASSED on fresh blocks; ``_permutation_checked``,
        ``collector/period_permutation.py``): a claim of any route on a stream of at most
        ``PERMUTATION_STREAM = 300`` samples that is QUIET (``quiet_ratio``: the narrowest
        window holding ``QUIET_SHARE`` = half the reports spans at most ``QUIET_WIDTH =
@@ -391,6 +392,16 @@ Search, refinement, fundamental
        300 samples or on a stream that is not quiet; a checked claim reads all 999 draws
        (``detect_period`` median 17 ms at n <= 100, 85 ms at 101-200, 242 ms at 201-300), a
        withdrawn one stops once 5 draws reach it.
+    12. Level-shift check (claim C3; helper L, 2026-12-08, docs/preregistration/
+       L-level-shift.md; ``_shift_checked``, ``collector/period_levelshift.py``): a claim at
+       ``T`` where the best piecewise-constant mean with up to ``SHIFT_CHANGES`` = 2
+       changepoints (binary segmentation) explains at least the whole-stream fold's
+       between-phase sum of squares stands only if the detector, run once more on the stream
+       minus that step fit, claims a period. Why: a noise-free step at the middle,
+       ``np.r_[np.zeros(n // 2), np.ones(n - n // 2)]``, was claimed as ``n / 4`` (p 3e-17 at
+       n = 1,000; helper U4): the step minus the quadratic detrend is a smooth two-ramp
+       residual whose harmonics fall on those of ``n / 4``. It only withdraws claims; on a
+       cycle the fold explains more than any step, so the rerun rarely runs.
 
 Long memory (issue 19, held-out families)
     The AR(1) shapes cannot follow a power law ``w^(-2 d)`` over more than a decade of
@@ -425,7 +436,8 @@ patches work as before): ``period_constants`` (the tuning constants), ``period_i
 (background fits, whitening, FFT and fold primitives), ``period_screen`` (step 1's
 screening and ``shift_discrepancy``), ``period_stats`` (the exact tests), ``period_refine``
 (integer refinement and the fundamental), ``period_search`` (``_Search``, steps 1-10),
-``period_permutation`` (step 11's gate on quiet short streams).
+``period_permutation`` (step 11's gate on quiet short streams), ``period_levelshift`` (step
+12's level-shift check).
 Setting ``period.NAME`` (``monkeypatch.setattr(period, "SHORT_STREAM", ...)``) sets ``NAME``
 in every ``period_*`` module that holds it (``_ForwardingModule``), so a patched constant
 or helper reaches the code that reads it.
@@ -443,6 +455,7 @@ import types
 import numpy as np
 from ldpfleet.collector import period_constants as _period_constants
 from ldpfleet.collector import period_input as _period_input
+from ldpfleet.collector import period_levelshift as _period_levelshift
 from ldpfleet.collector import period_permutation as _period_permutation
 from ldpfleet.collector import period_refine as _period_refine
 from ldpfleet.collector import period_result as _period_result
@@ -508,6 +521,7 @@ from ldpfleet.collector.period_constants import (  # noqa: F401 - re-exported: p
     SCREEN_CACHE_PERIODS,
     SEGMENT_CYCLES,
     SETTLE_FACTOR,
+    SHIFT_CHANGES,
     SHORT_ANOVA_ALPHA,
     SHORT_CYCLES_ALPHA,
     SHORT_CYCLES_MARGIN,
@@ -532,6 +546,14 @@ from ldpfleet.collector.period_input import (  # noqa: F401 - re-exported: perio
     check_stream,
     is_time_column,
     stream_kind,
+)
+from ldpfleet.collector.period_levelshift import (  # noqa: F401 - re-exported: period.NAME
+    _EXPLAINED,
+    _best_split,
+    fold_ss,
+    hinge_fit,
+    shift_residual,
+    step_fit,
 )
 from ldpfleet.collector.period_permutation import (  # noqa: F401 - re-exported: period.NAME
     _LOG_FLOOR,
@@ -696,6 +718,7 @@ class _ForwardingModule(types.ModuleType):
 _SPLIT_MODULES = (
     _period_constants,
     _period_input,
+    _period_levelshift,
     _period_permutation,
     _period_result,
     _period_whiten,
@@ -751,6 +774,7 @@ def detect_period(
     )
     lowest = max(min_period, 3)  # T = 2 has no harmonic below the fold's Nyquist
     estimate = _estimate(arr, min_period, max_period, top_peaks, alpha)
+    estimate = _shift_checked(arr, estimate, min_period, max_period, top_peaks, alpha)
     return dataclasses.replace(
         estimate,
         searched=(lowest, max_period) if max_period >= lowest else None,
@@ -775,6 +799,42 @@ def _estimate(
     search = _Search(arr, xd, min_period, max_period, alpha)
     best = search.screen(top_peaks)
     return _permutation_checked(arr, search.decide(*best), min_period, max_period)
+
+
+def _shift_checked(
+    arr: np.ndarray,
+    estimate: PeriodEstimate,
+    min_period: int,
+    max_period: int,
+    top_peaks: int,
+    alpha: float,
+) -> PeriodEstimate:
+    """Step 12 (``collector/period_levelshift.py``): a claim where a step model (up to
+    ``SHIFT_CHANGES`` changepoints) explains at least the fold's variance stands only if the
+    detector, run once more on the stream minus that step fit, claims a period; otherwise it
+    abstains, ``candidate`` the withdrawn period."""
+    period = estimate.period
+    if period is None:
+        return estimate
+    scaled = _scale_free(arr)  # a claim means a nonzero stream; squares of 1e300 overflow
+    residual = _period_levelshift.shift_residual(scaled, period)
+    if residual is None:
+        return estimate
+    if _estimate(residual, min_period, max_period, top_peaks, alpha).period is not None:
+        return estimate
+    return PeriodEstimate(
+        None,
+        0.0,
+        {},
+        (arr.size,),
+        estimate.p_value,
+        0,
+        estimate.tests,
+        estimate.max_period,
+        estimate.log_p,
+        period,
+        permutation_p=estimate.permutation_p,
+    )
 
 
 def _permutation_checked(

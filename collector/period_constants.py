@@ -82,6 +82,9 @@ PERMUTATION_ALPHA = 0.005
 PERMUTATION_BATCH = 200  # draws per batch; the count stops once the gate cannot pass (curtailed)
 QUIET_SHARE = 0.5  # quiet_ratio: the narrowest window holding this share of the reports ...
 QUIET_WIDTH = 0.125  # ... is at most this fraction of their range (max - min)
+# step 12 (helper L, docs/preregistration/L-level-shift.md): changepoints of the step model
+# whose residual a claim must survive where that model explains at least the fold's variance
+SHIFT_CHANGES = 2
 TRIM = 25.0  # bins with P / S > TRIM are lines, refitted without (P(Exp > 25) = 1.4e-11)
 
 
