@@ -25,8 +25,11 @@ NOISES = ("seeded", "os", None, "mixed")
 DEFAULT = "default"  # privacy_claim called without device_noise
 DEADLINES = ((0.0, None), (60.0, {}), (60.0, {"lpea": 12.5, "ndoe": 1.0}))
 
-# sha256 of the serialised grid below, before the refactor (main a4dee010)
-CLAIMS_DIGEST = "b52f55813b71ca9bcf05c820e9b8c0c65b11af0ee2337b52d5393bda70c5312b"
+# sha256 of the serialised grid below, before the refactor (main a4dee010:
+# b52f55813b71ca9bcf05c820e9b8c0c65b11af0ee2337b52d5393bda70c5312b); moved on purpose by
+# privacy review V2 (2026-12-07, commit 4ef9c5d6): the negotiated methods' peer-graph row is
+# covered "no" and NDOE/LPEA name who sees them (tests/unit/test_V2_peer_graph_claim.py)
+CLAIMS_DIGEST = "f881a10db24205ef2550de9be69a9b61ff3c88314210723078f7fe454b879777"
 CLAIMS_COUNT = 51000
 
 
