@@ -59,8 +59,9 @@ JOBS_MAX = 64
 # (scipy): tests/unit/test_cli_imports.py keeps them equal.
 BATTERY_NAMES = (
     "rr", "laplace", "dsr", "sw", "sw01", "exponential", "ndoe", "stream", "gcdp",
-    "gcdp-partitioned", "gau-dp", "devices", "duchi", "piecewise", "hybrid", "fleet-stream", "degree-star",
-    "degree-star-edge", "degree-er", "degree-connected", "degree-star-group", "degree-clip",
+    "gcdp-partitioned", "gau-dp", "devices", "duchi", "piecewise", "hybrid", "fleet-stream",
+    "degree-star", "degree-star-edge", "degree-er", "degree-connected", "degree-star-group",
+    "degree-clip",
     "secagg", "secagg-split", "secagg-dropout", "lpea-answer", "cadr-dsr", "stream-ledger",
     "stream-batch", "stream-batch-laplace", "cadr-theta-count", "cadr-theta-count-dropout",
 )  # fmt: skip
