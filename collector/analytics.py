@@ -270,7 +270,14 @@ FRESH_COPY_CAVEAT = (
 )
 
 
-def privacy_entry(ledger: dict, config: StreamConfig, device_noise: str | None = "seeded") -> dict:
+def privacy_entry(
+    ledger: dict,
+    config: StreamConfig,
+    device_noise: str | None = "seeded",
+    *,
+    public: tuple[str, ...] = STREAM_PUBLIC,
+    fresh_copies: bool = True,
+) -> dict:
     """results.json ``privacy``: the claim the run states and what the devices' ledgers
     spent (``ledger``: ledger.json's document, ``scenarios.runner.ledger_document``).
 
@@ -282,7 +289,10 @@ def privacy_entry(ledger: dict, config: StreamConfig, device_noise: str | None =
     ``within_budget`` are its ledger's (ledger.json ``collector``, each account against
     its own eps). ``device_noise``: the devices' noise source ("seeded", "os"; None when
     not known here, a split run's collector): ``claim`` names the trust a seeded run
-    needs, and ``device_noise`` records it."""
+    needs, and ``device_noise`` records it. ``public``: what else the collector sees,
+    stated public (a bulk run: ``BULK_PUBLIC``); ``fresh_copies``: whether a device can
+    restart without its state and privatise its steps again (not a bulk gateway), which
+    under noise the seed cannot replay is a ``caveats`` entry."""
     worst = float(ledger.get("max_window_spent") or 0.0)
     eps, w = float(config.eps), int(config.w)
     within = within_budget(worst, eps)
@@ -319,18 +329,20 @@ def privacy_entry(ledger: dict, config: StreamConfig, device_noise: str | None =
         "max_window_spent": worst,
         "within_budget": within,
         "device_noise": device_noise,
-        **_seen_beside_the_claim(config, device_noise),
+        **_seen_beside_the_claim(config, device_noise, public, fresh_copies),
     }
 
 
-def _seen_beside_the_claim(config: StreamConfig, device_noise: str | None) -> dict:
+def _seen_beside_the_claim(
+    config: StreamConfig, device_noise: str | None, public: tuple[str, ...], fresh_copies: bool
+) -> dict:
     """``privacy_entry``'s statement of what the collector sees beside the claimed values:
-    ``public`` (``STREAM_PUBLIC``), ``seen_in_clear`` for a raw stream, and ``caveats``
-    (``FRESH_COPY_CAVEAT`` where a device's noise is not replayable from the seed)."""
-    out: dict = {"public": list(STREAM_PUBLIC)}
+    ``public``, ``seen_in_clear`` for a raw stream, and ``caveats`` (``FRESH_COPY_CAVEAT``
+    where a device can restart afresh and its noise is not replayable from the seed)."""
+    out: dict = {"public": list(public)}
     if config.mechanism == "raw":
         out["seen_in_clear"] = RAW_SEEN_IN_CLEAR
-    elif device_noise != "seeded":
+    elif fresh_copies and device_noise != "seeded":
         out["caveats"] = [FRESH_COPY_CAVEAT]
     return out
 

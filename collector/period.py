@@ -822,19 +822,7 @@ def _shift_checked(
         return estimate
     if _estimate(residual, min_period, max_period, top_peaks, alpha).period is not None:
         return estimate
-    return PeriodEstimate(
-        None,
-        0.0,
-        {},
-        (arr.size,),
-        estimate.p_value,
-        0,
-        estimate.tests,
-        estimate.max_period,
-        estimate.log_p,
-        period,
-        permutation_p=estimate.permutation_p,
-    )
+    return _withdrawn(estimate, arr.size, estimate.p_value, estimate.permutation_p)
 
 
 def _permutation_checked(
@@ -852,18 +840,27 @@ def _permutation_checked(
     p = _period_permutation.permutation_p(arr, lo, hi)
     if _period_permutation.gate_passes(p):
         return dataclasses.replace(estimate, permutation_p=p)
+    return _withdrawn(estimate, arr.size, max(estimate.p_value, p), p)
+
+
+def _withdrawn(
+    estimate: PeriodEstimate, n: int, p_value: float, gate_p: float | None
+) -> PeriodEstimate:
+    """``estimate``'s claim withdrawn by a final check (steps 11 and 12): it abstains with
+    ``p_value``, ``candidate`` the withdrawn period, its tests and ``log_p`` kept, and
+    ``permutation_p`` ``gate_p``."""
     return PeriodEstimate(
         None,
         0.0,
         {},
-        (arr.size,),
-        max(estimate.p_value, p),
+        (n,),
+        p_value,
         0,
         estimate.tests,
         estimate.max_period,
         estimate.log_p,
-        period,
-        permutation_p=p,
+        estimate.period,
+        permutation_p=gate_p,
     )
 
 

@@ -706,9 +706,10 @@ class _PrfIntegers:
         high = np.asarray(high, dtype=np.int64)
         shape = np.broadcast_shapes(low.shape, high.shape) if size is None else size
         shape = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
-        span = np.broadcast_to(high - low, shape).astype(np.uint64).ravel()
-        if np.any(np.broadcast_to(high - low, shape) <= 0):
+        width = np.broadcast_to(high - low, shape)
+        if np.any(width <= 0):
             raise LocalProtocolError("an empty range of integers", field="high")
+        span = width.astype(np.uint64).ravel()
         # u is accepted below 2**64 - (2**64 mod span): every residue equally often
         limit = _U64_MAX - (_U64_MAX % span + np.uint64(1)) % span
         value = np.empty(span.size, dtype=np.uint64)
@@ -883,7 +884,7 @@ class BulkGateway:
         # device side injects from its own entropy (devices.noise_entropy); the data keep
         # the seeded keys either way
         key = seeded_noise_key(plan.seed) if noise_key is None else noise_key
-        self._noise = NoisePrf(checked_noise_key(key))
+        self._noise = NoisePrf(key)  # checks the key (checked_noise_key)
         parts = plan.partitions_of(self.first, self.count)
         self.rows = {int(p): np.flatnonzero(parts == p) for p in np.unique(parts)}
         self.ledger = BulkLedger(self.count, plan.eps, plan.w)

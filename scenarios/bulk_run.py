@@ -822,12 +822,12 @@ def _privacy(fleet: dict, config, device_noise: str = "seeded") -> dict:
     if rebuilt is not None:
         worst = max(worst, rebuilt["max_window_spent"])
         devices += rebuilt["devices"]
-    spent = privacy_entry({"max_window_spent": worst}, config, device_noise)
     # a bulk gateway keeps every row it privatised until it is resolved and never resumes:
     # no fresh copy of a device (privacy review V2); its own wire kinds are public
-    spent.pop("caveats", None)
+    spent = privacy_entry(
+        {"max_window_spent": worst}, config, device_noise, public=BULK_PUBLIC, fresh_copies=False
+    )
     return spent | {
-        "public": list(BULK_PUBLIC),
         "devices": devices,
         "ledger_devices": fleet["ledger_devices"],
         "reconstructed": rebuilt,

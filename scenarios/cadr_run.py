@@ -1246,11 +1246,10 @@ def _an_earlier_runs(path: Path) -> bool:
     as OUT is left alone (review R7: the names are generic)."""
     try:
         if path.suffix == ".json":
-            with path.open("rb") as file:
-                head = file.read(1 << 16)
-            if not head.lstrip().startswith(b"{"):
+            data = path.read_bytes()
+            if not data.lstrip().startswith(b"{"):
                 return False
-            document = json.loads(path.read_bytes())
+            document = json.loads(data)
             return isinstance(document, dict) and (
                 "run" in document
                 or "scenario" in document
